@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs tune's build, test and benchmark dependencies from Debian 12 packages.
+# Idempotent: skips apt when everything is already installed.
+set -euo pipefail
+packages=(
+  build-essential cmake g++ pkg-config
+  libtorch-dev libopenmpi-dev openmpi-bin
+  libsqlite3-dev sqlite3 libsqlitecpp-dev
+  libyaml-cpp-dev libboost-program-options-dev
+  nlohmann-json3-dev libfmt-dev
+  libgtest-dev libgmock-dev googletest librapidcheck-dev libbenchmark-dev
+)
+if [ "${TUNE_WITH_PEERS:-0}" = 1 ]; then
+  packages+=(python3-optuna python3-torch dataset-fashion-mnist)
+fi
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi

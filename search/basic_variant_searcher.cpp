@@ -1,0 +1,78 @@
+// The "random" and "grid" searchers: Ray's BasicVariantGenerator.
+#include <algorithm>
+#include <limits>
+#include <random>
+
+#include "search/edit_distance.h"
+#include "search/searcher.h"
+#include "tuner/error.h"
+
+namespace tune {
+namespace {
+
+class BasicVariantSearcher : public Searcher {
+ public:
+  BasicVariantSearcher(uint64_t seed, const SearchSpace& space, int64_t num_samples, std::vector<Json> points)
+      : seed_(seed),
+        space_(space),
+        grid_size_(space.grid_size()),
+        points_(std::move(points)),
+        total_(std::max<int64_t>(num_samples * grid_size_, static_cast<int64_t>(points_.size()))) {}
+
+  std::optional<Json> suggest(int64_t trial_index) override {
+    if (trial_index < 0 || trial_index >= total_) return std::nullopt;
+    suggested_ = std::max(suggested_, trial_index + 1);
+    // A fresh generator per trial makes config i a pure function of (seed, i).
+    std::seed_seq seq{static_cast<uint32_t>(seed_), static_cast<uint32_t>(seed_ >> 32),
+                      static_cast<uint32_t>(trial_index), static_cast<uint32_t>(static_cast<uint64_t>(trial_index) >> 32)};
+    std::mt19937_64 rng(seq);
+    const int64_t grid_index = trial_index % grid_size_;
+    if (trial_index < static_cast<int64_t>(points_.size()))
+      return space_.resolve(grid_index, rng, points_[static_cast<size_t>(trial_index)]);
+    return space_.resolve(grid_index, rng);
+  }
+
+  int64_t total() const override { return total_; }
+
+  void restore(int64_t suggested, const std::vector<Observation>& /*observations*/) override {
+    suggested_ = suggested;
+  }
+
+ private:
+  uint64_t seed_;
+  SearchSpace space_;
+  int64_t grid_size_;
+  std::vector<Json> points_;
+  int64_t total_;
+  int64_t suggested_ = 0;  // bookkeeping only: suggest() does not depend on it
+};
+
+}  // namespace
+
+std::unique_ptr<Searcher> make_searcher(const SearchOptions& options, const SearchSpace& space,
+                                        int64_t num_samples, const std::vector<Json>& points_to_evaluate) {
+  const auto& names = searcher_names();
+  if (std::find(names.begin(), names.end(), options.algorithm) == names.end()) {
+    std::string guess = internal::closest_match_impl(options.algorithm, names);
+    throw ConfigError("unknown search algorithm '" + options.algorithm + "' (" +
+                      (guess.empty() ? "expected random or grid; bayes and tpe are not implemented yet"
+                                     : "did you mean '" + guess + "'?") + ")");
+  }
+  if (num_samples < 1)
+    throw ConfigError("num_samples must be a positive integer, got " + std::to_string(num_samples));
+  for (const auto& point : points_to_evaluate)
+    if (!point.is_object()) throw ConfigError("points_to_evaluate entries must be objects, got " + point.dump());
+  const int64_t grid = space.grid_size();
+  if (num_samples > std::numeric_limits<int64_t>::max() / grid)
+    throw ConfigError("num_samples times the grid size is too large");
+  uint64_t seed = options.seed ? *options.seed
+                               : (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
+  return std::make_unique<BasicVariantSearcher>(seed, space, num_samples, points_to_evaluate);
+}
+
+const std::vector<std::string>& searcher_names() {
+  static const std::vector<std::string> names = {"random", "grid"};
+  return names;
+}
+
+}  // namespace tune

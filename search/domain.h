@@ -1,0 +1,77 @@
+// Domains: the distributions a hyperparameter is drawn from.
+//
+// Semantics follow Ray Tune (see README "Search space"):
+//   uniform(a, b)          float in [a, b)                       a < b
+//   quniform(a, b, q)      round(uniform(a, b) / q) * q          a < b, q > 0
+//   loguniform(a, b)       exp(uniform(ln a, ln b))              0 < a < b
+//   qloguniform(a, b, q)   round(loguniform(a, b) / q) * q        0 < a < b, q > 0
+//   randint(a, b)          integer in [a, b)   (upper EXCLUSIVE) a < b
+//   qrandint(a, b, q)      integer in [a, b] multiple of q (upper INCLUSIVE), q >= 1
+//   lograndint(a, b)       integer in [a, b), log-uniform          1 <= a < b
+//   qlograndint(a, b, q)   integer in [a, b] (inclusive), log-uniform, multiple of q
+//   randn(mean, sd)        normal, sd > 0; qrandn(mean, sd, q) quantized
+//   choice([v...])         one of the values, uniformly           non-empty
+//   grid_search([v...])    every value, in order (expanded by the searcher)
+//
+// Usage (C++):
+//   tune::SearchSpace space;
+//   space.add("lr", tune::loguniform(1e-5, 1e-1))
+//        .add("model.width", tune::qrandint(16, 256, 16));
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace tune {
+
+using Json = nlohmann::json;
+
+struct Domain {
+  enum class Kind { kFloat, kInt, kNormal, kChoice, kGrid };
+
+  Kind kind = Kind::kFloat;
+  std::string name;          // the spelling in the sweep file: "uniform", "qrandint", ...
+  double low = 0, high = 1;      // kFloat, kInt: the user's bounds as written
+  bool upper_inclusive = false;  // kInt: true for qrandint/qlograndint (Ray's rule)
+  bool log = false;              // kFloat, kInt
+  double q = 0;                  // quantum; 0 = none
+  double mean = 0, sd = 1;       // kNormal
+  std::vector<Json> values;      // kChoice, kGrid
+
+  // Draws one value. kGrid is not sampled (throws tune::Error); the searcher
+  // assigns grid values. Thread-compatible (const).
+  Json sample(std::mt19937_64& rng) const;
+
+  // Throws tune::ConfigError (without file/line) when the bounds are invalid.
+  void validate() const;
+
+  // {"uniform": [a, b]} style, the same shape the sweep file uses.
+  Json to_json() const;
+};
+
+// Builders; each validates and throws tune::ConfigError on bad bounds.
+Domain uniform(double low, double high);
+Domain quniform(double low, double high, double q);
+Domain loguniform(double low, double high);
+Domain qloguniform(double low, double high, double q);
+Domain randint(int64_t low, int64_t high);
+Domain qrandint(int64_t low, int64_t high, int64_t q = 1);
+Domain lograndint(int64_t low, int64_t high);
+Domain qlograndint(int64_t low, int64_t high, int64_t q = 1);
+Domain randn(double mean = 0, double sd = 1);
+Domain qrandn(double mean, double sd, double q);
+Domain choice(std::vector<Json> values);
+Domain grid_search(std::vector<Json> values);
+
+// Builds a domain from its sweep-file spelling, e.g. ("loguniform", [1e-5, 1e-1]).
+// Throws tune::ConfigError (no file/line; the caller adds them).
+Domain make_domain(const std::string& name, const Json& args);
+
+// The names make_domain accepts, for "did you mean" suggestions.
+const std::vector<std::string>& domain_names();
+
+}  // namespace tune

@@ -1,0 +1,414 @@
+// SqliteStore: Store on one SQLite connection (schema in schema.cpp and
+// docs/SCHEMA.md). Statements are prepared once and cached; every statement
+// is reset as soon as it has been used, because a SELECT left mid-step keeps a
+// read snapshot (and in WAL, blocks checkpoints) open.
+#include <SQLiteCpp/SQLiteCpp.h>
+#include <sqlite3.h>
+
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <unordered_map>
+
+#include "storage/internal/rows.h"
+#include "storage/internal/schema.h"
+#include "storage/internal/sqlite_store.h"
+#include "storage/store.h"
+#include "tuner/error.h"
+
+namespace tune {
+namespace {
+
+using namespace storage_internal;
+
+// --- SQL (each constant's address is its key in the statement cache)
+constexpr const char* kInsertExperiment =
+    "INSERT INTO experiments(name, status, metric, mode, spec_json, spec_source, searcher_state,"
+    " scheduler_state, created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?)";
+constexpr const char* kFindExperiment =
+    "SELECT id, name, status, metric, mode, spec_json, spec_source, searcher_state,"
+    " scheduler_state, created_at, updated_at FROM experiments WHERE name = ?";
+constexpr const char* kListExperiments =
+    "SELECT id, name, status, metric, mode, spec_json, spec_source, searcher_state,"
+    " scheduler_state, created_at, updated_at FROM experiments ORDER BY id";
+constexpr const char* kSetExperimentStatus =
+    "UPDATE experiments SET status = ?, updated_at = ? WHERE id = ?";
+constexpr const char* kSetSearcherState =
+    "UPDATE experiments SET searcher_state = ?, updated_at = ? WHERE id = ?";
+constexpr const char* kSetSchedulerState =
+    "UPDATE experiments SET scheduler_state = ?, updated_at = ? WHERE id = ?";
+constexpr const char* kInsertTrial =
+    "INSERT INTO trials(experiment_id, trial_index, status, config_json, attempts,"
+    " last_iteration, created_at) VALUES (?, ?, 'PENDING', ?, 0, 0, ?)";
+constexpr const char* kInsertParam =
+    "INSERT OR IGNORE INTO params(trial_id, name, value_json, value_real, value_text)"
+    " VALUES (?,?,?,?,?)";
+// ?1 status, ?2 time, ?3 error ('' keeps the old one), ?4 id. A start clears
+// ended_at so a retried trial does not look finished while it runs.
+constexpr const char* kSetTrialStatus =
+    "UPDATE trials SET status = ?1,"
+    " started_at = CASE WHEN ?1 = 'RUNNING' THEN ?2 ELSE started_at END,"
+    " attempts = attempts + (?1 = 'RUNNING'),"
+    " ended_at = CASE WHEN ?1 IN ('TERMINATED', 'ERROR') THEN ?2"
+    "                 WHEN ?1 = 'RUNNING' THEN NULL ELSE ended_at END,"
+    " error = CASE WHEN ?3 <> '' THEN ?3 ELSE error END"
+    " WHERE id = ?4";
+constexpr const char* kListTrials =
+    "SELECT id, experiment_id, trial_index, status, config_json, attempts, error,"
+    " last_iteration, last_result_json, created_at, started_at, ended_at FROM trials"
+    " WHERE experiment_id = ? ORDER BY trial_index";
+constexpr const char* kFindTrial =
+    "SELECT id, experiment_id, trial_index, status, config_json, attempts, error,"
+    " last_iteration, last_result_json, created_at, started_at, ended_at FROM trials"
+    " WHERE experiment_id = ? AND trial_index = ?";
+constexpr const char* kInsertResult =
+    "INSERT INTO results(trial_id, iteration, attempt, time, metrics_json) VALUES (?,?,?,?,?)";
+constexpr const char* kUpdateLastResult =
+    "UPDATE trials SET last_iteration = ?, last_result_json = ? WHERE id = ?";
+constexpr const char* kListResults =
+    "SELECT id, trial_id, iteration, attempt, time, metrics_json FROM results"
+    " WHERE trial_id = ? ORDER BY id";
+constexpr const char* kInsertCheckpoint =
+    "INSERT INTO checkpoints(trial_id, iteration, path, score, deleted, created_at)"
+    " VALUES (?,?,?,?,0,?)";
+constexpr const char* kDeleteCheckpoint = "UPDATE checkpoints SET deleted = 1 WHERE id = ?";
+constexpr const char* kListCheckpoints =
+    "SELECT id, trial_id, iteration, path, score, deleted, created_at FROM checkpoints"
+    " WHERE trial_id = ? AND deleted = 0 ORDER BY id";
+constexpr const char* kSavepoint = "SAVEPOINT add_trial";
+constexpr const char* kRelease = "RELEASE add_trial";
+constexpr const char* kRollbackTo = "ROLLBACK TO add_trial";
+constexpr const char* kInsertEvent =
+    "INSERT INTO events(experiment_id, trial_id, time, kind, detail_json) VALUES (?,?,?,?,?)";
+
+class SqliteStore final : public Store {
+ public:
+  SqliteStore(const std::string& path, bool read_only)
+      : db_(path,
+            (read_only ? SQLite::OPEN_READONLY : SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE) |
+                SQLite::OPEN_NOMUTEX,
+            /*busy_timeout_ms=*/5000),
+        read_only_(read_only) {}
+
+  SQLite::Database& db() { return db_; }
+
+  int schema_version() override {
+    return guard("schema_version", [&] { return user_version(db_); });
+  }
+
+  void begin() override {
+    guard("begin", [&] {
+      // IMMEDIATE takes the write lock up front, so a batch never fails
+      // half-way with SQLITE_BUSY; a read-only store just pins a snapshot.
+      if (depth_ == 0) db_.exec(read_only_ ? "BEGIN" : "BEGIN IMMEDIATE");
+      ++depth_;
+    });
+  }
+
+  void commit() override {
+    if (depth_ == 0) throw Error("store: commit() without a matching begin()");
+    guard("commit", [&] {
+      if (depth_ == 1) db_.exec("COMMIT");
+      --depth_;  // only after COMMIT succeeded, so the caller can still roll back
+    });
+  }
+
+  void rollback() override {
+    int depth = depth_;
+    depth_ = 0;
+    // SQLite may already have rolled back on its own (e.g. disk full).
+    if (depth > 0 && !sqlite3_get_autocommit(db_.getHandle())) {
+      guard("rollback", [&] { db_.exec("ROLLBACK"); });
+    }
+  }
+
+  int64_t create_experiment(const ExperimentRecord& e) override {
+    try {
+      Use s(stmt(kInsertExperiment));
+      double created = e.created_at != 0 ? e.created_at : now();
+      s->bind(1, e.name);
+      s->bind(2, e.status);
+      s->bind(3, e.metric);
+      s->bind(4, e.mode);
+      s->bind(5, dump(e.spec));
+      s->bind(6, e.spec_source);
+      bind_json_or_null(*s, 7, e.searcher_state);
+      bind_json_or_null(*s, 8, e.scheduler_state);
+      s->bind(9, created);
+      s->bind(10, e.updated_at != 0 ? e.updated_at : created);
+      s->exec();
+      return db_.getLastInsertRowid();
+    } catch (const SQLite::Exception& ex) {
+      if (ex.getExtendedErrorCode() == SQLITE_CONSTRAINT_UNIQUE) {
+        throw Error("experiment '" + e.name + "' already exists");
+      }
+      throw Error(std::string("store: create_experiment: ") + ex.what());
+    }
+  }
+
+  std::optional<ExperimentRecord> find_experiment(const std::string& name) override {
+    return guard("find_experiment", [&]() -> std::optional<ExperimentRecord> {
+      Use s(stmt(kFindExperiment));
+      s->bind(1, name);
+      if (!s->executeStep()) return std::nullopt;
+      return read_experiment(*s);
+    });
+  }
+
+  std::vector<ExperimentRecord> experiments() override {
+    return guard("experiments", [&] {
+      std::vector<ExperimentRecord> out;
+      Use s(stmt(kListExperiments));
+      while (s->executeStep()) out.push_back(read_experiment(*s));
+      return out;
+    });
+  }
+
+  void set_experiment_status(int64_t id, const std::string& status) override {
+    update_experiment(kSetExperimentStatus, "set_experiment_status", id, status);
+  }
+  void set_searcher_state(int64_t id, const Json& state) override {
+    update_experiment(kSetSearcherState, "set_searcher_state", id, state);
+  }
+  void set_scheduler_state(int64_t id, const Json& state) override {
+    update_experiment(kSetSchedulerState, "set_scheduler_state", id, state);
+  }
+
+  int64_t add_trial(int64_t experiment_id, int64_t trial_index, const Json& config) override {
+    return guard("add_trial", [&] {
+      // The trial row and its params land together or not at all.
+      // A savepoint, not begin(): a failure here must not roll back the
+      // caller's whole batch, only this trial's rows.
+      exec_cached(kSavepoint);
+      try {
+        int64_t trial_id = insert_trial(experiment_id, trial_index, config);
+        exec_cached(kRelease);
+        return trial_id;
+      } catch (...) {
+        try {
+          exec_cached(kRollbackTo);
+          exec_cached(kRelease);
+        } catch (const SQLite::Exception&) {
+          // SQLite already rolled the whole transaction back; nothing to undo.
+        }
+        throw;
+      }
+    });
+  }
+
+  int64_t insert_trial(int64_t experiment_id, int64_t trial_index, const Json& config) {
+      int64_t trial_id;
+      {
+        Use s(stmt(kInsertTrial));
+        s->bind(1, experiment_id);
+        s->bind(2, trial_index);
+        s->bind(3, dump(config));
+        s->bind(4, now());
+        s->exec();
+        trial_id = db_.getLastInsertRowid();
+      }
+      if (config.is_object()) {
+        SQLite::Statement& insert = stmt(kInsertParam);
+        flatten(config, [&](const std::string& name, const Json& value) {
+          Use s(insert);
+          s->bind(1, trial_id);
+          s->bind(2, name);
+          s->bind(3, dump(value));
+          if (value.is_number()) s->bind(4, value.get<double>());
+          if (value.is_string()) s->bind(5, value.get_ref<const std::string&>());
+          s->exec();
+        });
+      }
+      return trial_id;
+  }
+
+  void set_trial_status(int64_t trial_id, const std::string& status, double time,
+                        const std::string& error) override {
+    guard("set_trial_status", [&] {
+      Use s(stmt(kSetTrialStatus));
+      s->bind(1, status);
+      s->bind(2, time);
+      s->bind(3, error);
+      s->bind(4, trial_id);
+      if (s->exec() == 0) throw Error("store: no trial with id " + std::to_string(trial_id));
+    });
+  }
+
+  std::vector<TrialRecord> trials(int64_t experiment_id) override {
+    return guard("trials", [&] {
+      std::vector<TrialRecord> out;
+      Use s(stmt(kListTrials));
+      s->bind(1, experiment_id);
+      while (s->executeStep()) out.push_back(read_trial(*s));
+      return out;
+    });
+  }
+
+  std::optional<TrialRecord> trial(int64_t experiment_id, int64_t trial_index) override {
+    return guard("trial", [&]() -> std::optional<TrialRecord> {
+      Use s(stmt(kFindTrial));
+      s->bind(1, experiment_id);
+      s->bind(2, trial_index);
+      if (!s->executeStep()) return std::nullopt;
+      return read_trial(*s);
+    });
+  }
+
+  int64_t add_result(int64_t trial_id, int64_t iteration, int attempt, const Json& metrics,
+                     double time) override {
+    return guard("add_result", [&] {
+      std::string json = dump(metrics);
+      int64_t id;
+      {
+        Use s(stmt(kInsertResult));
+        s->bind(1, trial_id);
+        s->bind(2, iteration);
+        s->bind(3, attempt);
+        s->bind(4, time);
+        s->bindNoCopy(5, json);
+        s->exec();
+        id = db_.getLastInsertRowid();
+      }
+      Use u(stmt(kUpdateLastResult));
+      u->bind(1, iteration);
+      u->bindNoCopy(2, json);
+      u->bind(3, trial_id);
+      u->exec();
+      return id;
+    });
+  }
+
+  std::vector<ResultRecord> results(int64_t trial_id) override {
+    return guard("results", [&] {
+      std::vector<ResultRecord> out;
+      Use s(stmt(kListResults));
+      s->bind(1, trial_id);
+      while (s->executeStep()) {
+        ResultRecord r;
+        r.id = s->getColumn(0).getInt64();
+        r.trial_id = s->getColumn(1).getInt64();
+        r.iteration = s->getColumn(2).getInt64();
+        r.attempt = s->getColumn(3).getInt();
+        r.time = time_column(s->getColumn(4));
+        r.metrics = json_column(s->getColumn(5), "results");
+        out.push_back(std::move(r));
+      }
+      return out;
+    });
+  }
+
+  int64_t add_checkpoint(int64_t trial_id, int64_t iteration, const std::string& path,
+                         std::optional<double> score, double time) override {
+    return guard("add_checkpoint", [&] {
+      Use s(stmt(kInsertCheckpoint));
+      s->bind(1, trial_id);
+      s->bind(2, iteration);
+      s->bind(3, path);
+      if (score) s->bind(4, *score);
+      s->bind(5, time);
+      s->exec();
+      return db_.getLastInsertRowid();
+    });
+  }
+
+  void mark_checkpoint_deleted(int64_t checkpoint_id) override {
+    guard("mark_checkpoint_deleted", [&] {
+      Use s(stmt(kDeleteCheckpoint));
+      s->bind(1, checkpoint_id);
+      if (s->exec() == 0) {
+        throw Error("store: no checkpoint with id " + std::to_string(checkpoint_id));
+      }
+    });
+  }
+
+  std::vector<CheckpointRecord> checkpoints(int64_t trial_id) override {
+    return guard("checkpoints", [&] {
+      std::vector<CheckpointRecord> out;
+      Use s(stmt(kListCheckpoints));
+      s->bind(1, trial_id);
+      while (s->executeStep()) {
+        CheckpointRecord c;
+        c.id = s->getColumn(0).getInt64();
+        c.trial_id = s->getColumn(1).getInt64();
+        c.iteration = s->getColumn(2).getInt64();
+        c.path = s->getColumn(3).getString();
+        if (!s->getColumn(4).isNull()) c.score = s->getColumn(4).getDouble();
+        c.deleted = s->getColumn(5).getInt() != 0;
+        c.created_at = time_column(s->getColumn(6));
+        out.push_back(std::move(c));
+      }
+      return out;
+    });
+  }
+
+  void add_event(int64_t experiment_id, std::optional<int64_t> trial_id, const std::string& kind,
+                 const Json& detail, double time) override {
+    guard("add_event", [&] {
+      Use s(stmt(kInsertEvent));
+      s->bind(1, experiment_id);
+      if (trial_id) s->bind(2, *trial_id);
+      s->bind(3, time);
+      s->bind(4, kind);
+      bind_json_or_null(*s, 5, detail);
+      s->exec();
+    });
+  }
+
+ private:
+  template <class F>
+  auto guard(const char* what, F&& f) -> decltype(f()) {
+    try {
+      return f();
+    } catch (const SQLite::Exception& e) {
+      throw Error(std::string("store: ") + what + ": " + e.what());
+    }
+  }
+
+  void exec_cached(const char* sql) {
+    Use s(stmt(sql));
+    s->exec();
+  }
+
+  SQLite::Statement& stmt(const char* sql) {
+    auto& slot = cache_[sql];
+    if (!slot) slot = std::make_unique<SQLite::Statement>(db_, sql);
+    return *slot;
+  }
+
+  template <class Value>
+  void update_experiment(const char* sql, const char* what, int64_t id, const Value& value) {
+    guard(what, [&] {
+      Use s(stmt(sql));
+      if constexpr (std::is_same_v<Value, Json>) {
+        bind_json_or_null(*s, 1, value);
+      } else {
+        s->bind(1, value);
+      }
+      s->bind(2, now());
+      s->bind(3, id);
+      if (s->exec() == 0) throw Error("store: no experiment with id " + std::to_string(id));
+    });
+  }
+
+  SQLite::Database db_;  // declared before cache_: statements must die first
+  std::unordered_map<const char*, std::unique_ptr<SQLite::Statement>> cache_;
+  bool read_only_;
+  int depth_ = 0;
+};
+
+}  // namespace
+
+namespace storage_internal {
+
+std::unique_ptr<Store> open_sqlite_store(const std::string& path, bool read_only) {
+  return std::make_unique<SqliteStore>(path, read_only);
+}
+
+SQLite::Database& raw_database(Store& store) {
+  auto* sqlite = dynamic_cast<SqliteStore*>(&store);
+  if (!sqlite) throw Error("not a SQLite store");
+  return sqlite->db();
+}
+
+}  // namespace storage_internal
+}  // namespace tune

@@ -1,0 +1,68 @@
+// Store::open: locate or create DIR/tune.db, set the connection up, migrate.
+#include "storage/store.h"
+
+#include <SQLiteCpp/SQLiteCpp.h>
+
+#include <filesystem>
+
+#include "storage/internal/schema.h"
+#include "storage/internal/sqlite_store.h"
+#include "tuner/error.h"
+
+namespace tune {
+
+namespace fs = std::filesystem;
+using namespace storage_internal;
+
+std::string Store::database_path(const std::string& dir) {
+  return (fs::path(dir) / "tune.db").string();
+}
+
+bool Store::exists(const std::string& dir) {
+  std::error_code ec;
+  return fs::is_regular_file(database_path(dir), ec);
+}
+
+std::unique_ptr<Store> Store::open(const std::string& dir, bool read_only,
+                                   Durability durability) {
+  const std::string path = database_path(dir);
+  if (read_only) {
+    if (!exists(dir)) throw Error("no tune store at " + dir + " (tune.db not found)");
+  } else {
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) throw Error("cannot create results directory " + dir + ": " + ec.message());
+  }
+  std::unique_ptr<Store> store;
+  try {
+    store = open_sqlite_store(path, read_only);
+  } catch (const SQLite::Exception& e) {
+    throw Error("cannot open " + path + ": " + e.what());
+  }
+  SQLite::Database& db = raw_database(*store);
+  int version;
+  try {
+    version = user_version(db);  // the first read: a non-SQLite file fails here
+  } catch (const SQLite::Exception& e) {
+    throw Error(path + " is not a tune store: " + e.what());
+  }
+  // Checked before anything is written, so a newer store is left untouched.
+  if (version > kSchemaVersion) throw Error(newer_schema_message(dir, version));
+  try {
+    if (!read_only) {
+      // synchronous=NORMAL in WAL: a commit survives a crash of the process,
+      // not of the machine; FULL fsyncs every commit.
+      db.exec("PRAGMA journal_mode = WAL");
+      db.exec(durability == Durability::kFull ? "PRAGMA synchronous = FULL"
+                                              : "PRAGMA synchronous = NORMAL");
+      db.exec("PRAGMA foreign_keys = ON");
+      migrate(db, dir, path);
+    }
+    check_store(db, dir, path);
+  } catch (const SQLite::Exception& e) {
+    throw Error("cannot open store " + dir + ": " + e.what());
+  }
+  return store;
+}
+
+}  // namespace tune

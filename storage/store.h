@@ -1,0 +1,171 @@
+// Store: the SQLite database holding every experiment, trial, result,
+// checkpoint and event. Schema: docs/SCHEMA.md (versioned; see kSchemaVersion).
+//
+// One database file per results directory: DIR/tune.db, opened in WAL mode so
+// readers (the CLI, user SQL) never block the sweep. The driver is the only
+// writer. Writes are grouped by the caller with Transaction so a batch of
+// results costs one commit; a result acknowledged to a worker has been
+// committed. Durability: synchronous=NORMAL by default (a commit survives a
+// crash or kill -9 of the driver; use Durability::kFull to survive power loss).
+//
+//   auto store = tune::Store::open("tune_results");
+//   tune::Transaction txn(*store);
+//   int64_t trial = store->add_trial(experiment_id, 0, config);
+//   store->add_result(trial, 1, 0, {{"loss", 0.5}}, now);
+//   txn.commit();
+//
+// Thread safety: a Store is used by one thread at a time. Every SQL statement
+// uses bound parameters. Errors throw tune::Error with SQLite's message.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace tune {
+
+using Json = nlohmann::json;
+
+inline constexpr int kSchemaVersion = 1;
+
+enum class Durability { kNormal, kFull };
+
+// Trial statuses, stored as these exact strings.
+inline constexpr const char* kPending = "PENDING";
+inline constexpr const char* kRunning = "RUNNING";
+inline constexpr const char* kPaused = "PAUSED";
+inline constexpr const char* kTerminated = "TERMINATED";
+inline constexpr const char* kError = "ERROR";
+
+struct ExperimentRecord {
+  int64_t id = 0;
+  std::string name;
+  std::string status;       // RUNNING | FINISHED | INTERRUPTED | FAILED
+  std::string metric;       // may be empty
+  std::string mode;         // "min" | "max" | ""
+  Json spec;                // the whole sweep spec, as JSON (what resume needs)
+  std::string spec_source;  // the sweep file text, if any
+  Json searcher_state;      // free-form; null when none
+  Json scheduler_state;     // free-form; null when none
+  double created_at = 0;    // unix seconds
+  double updated_at = 0;
+};
+
+struct TrialRecord {
+  int64_t id = 0;             // global row id
+  int64_t experiment_id = 0;
+  int64_t trial_index = 0;    // 0.. within the experiment
+  std::string status;
+  Json config;
+  int attempts = 0;           // number of starts so far
+  std::string error;          // last error message, empty if none
+  int64_t last_iteration = 0;
+  Json last_result;           // null when none
+  double created_at = 0, started_at = 0, ended_at = 0;
+};
+
+struct ResultRecord {
+  int64_t id = 0;
+  int64_t trial_id = 0;
+  int64_t iteration = 0;
+  int attempt = 0;
+  double time = 0;
+  Json metrics;
+};
+
+struct CheckpointRecord {
+  int64_t id = 0;
+  int64_t trial_id = 0;
+  int64_t iteration = 0;
+  std::string path;
+  std::optional<double> score;
+  bool deleted = false;
+  double created_at = 0;
+};
+
+class Store {
+ public:
+  // Opens (creating if needed, unless read_only) DIR/tune.db, migrating an
+  // older schema. Throws tune::Error if DIR is unusable, the file is not a
+  // tune store, or its schema is newer than this build understands.
+  static std::unique_ptr<Store> open(const std::string& dir, bool read_only = false,
+                                     Durability durability = Durability::kNormal);
+  // True if DIR/tune.db exists.
+  static bool exists(const std::string& dir);
+  static std::string database_path(const std::string& dir);
+
+  virtual ~Store() = default;
+  virtual int schema_version() = 0;
+
+  // Transactions (nestable: only the outermost begin/commit reach SQLite).
+  virtual void begin() = 0;
+  virtual void commit() = 0;
+  virtual void rollback() = 0;
+
+  // --- experiments
+  // Throws tune::Error if the name is taken.
+  virtual int64_t create_experiment(const ExperimentRecord& experiment) = 0;
+  virtual std::optional<ExperimentRecord> find_experiment(const std::string& name) = 0;
+  virtual std::vector<ExperimentRecord> experiments() = 0;
+  virtual void set_experiment_status(int64_t experiment_id, const std::string& status) = 0;
+  virtual void set_searcher_state(int64_t experiment_id, const Json& state) = 0;
+  virtual void set_scheduler_state(int64_t experiment_id, const Json& state) = 0;
+
+  // --- trials
+  // Inserts the trial (status PENDING) and one row per flattened parameter in
+  // `params`. Returns the trial's row id.
+  virtual int64_t add_trial(int64_t experiment_id, int64_t trial_index, const Json& config) = 0;
+  // Sets status; started_at when RUNNING (and attempts += 1), ended_at when
+  // TERMINATED/ERROR. `error` replaces the stored message when non-empty.
+  virtual void set_trial_status(int64_t trial_id, const std::string& status, double time,
+                                const std::string& error = "") = 0;
+  virtual std::vector<TrialRecord> trials(int64_t experiment_id) = 0;
+  virtual std::optional<TrialRecord> trial(int64_t experiment_id, int64_t trial_index) = 0;
+
+  // --- results; also updates the trial's last_iteration / last_result.
+  virtual int64_t add_result(int64_t trial_id, int64_t iteration, int attempt, const Json& metrics,
+                             double time) = 0;
+  virtual std::vector<ResultRecord> results(int64_t trial_id) = 0;
+
+  // --- checkpoints
+  virtual int64_t add_checkpoint(int64_t trial_id, int64_t iteration, const std::string& path,
+                                 std::optional<double> score, double time) = 0;
+  virtual void mark_checkpoint_deleted(int64_t checkpoint_id) = 0;
+  // Live (not deleted) checkpoints of a trial, oldest first.
+  virtual std::vector<CheckpointRecord> checkpoints(int64_t trial_id) = 0;
+
+  // --- events: an append-only log (trial started, stopped, error, retry, ...).
+  virtual void add_event(int64_t experiment_id, std::optional<int64_t> trial_id,
+                         const std::string& kind, const Json& detail, double time) = 0;
+};
+
+// RAII transaction: begins on construction, rolls back on destruction unless
+// commit() was called.
+class Transaction {
+ public:
+  explicit Transaction(Store& store) : store_(store) { store_.begin(); }
+  ~Transaction() {
+    if (!done_) {
+      try {
+        store_.rollback();
+      } catch (...) {
+      }
+    }
+  }
+  void commit() {
+    store_.commit();
+    done_ = true;
+  }
+  Transaction(const Transaction&) = delete;
+  Transaction& operator=(const Transaction&) = delete;
+
+ private:
+  Store& store_;
+  bool done_ = false;
+};
+
+}  // namespace tune

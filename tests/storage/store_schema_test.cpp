@@ -1,0 +1,234 @@
+// Store::open: schema versioning, refusing foreign files, WAL and the views.
+#include <SQLiteCpp/SQLiteCpp.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+
+#include "storage/internal/sqlite_store.h"
+#include "storage/store.h"
+#include "test_util.h"
+#include "tuner/error.h"
+
+namespace tune {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using tune::testing::TempDir;
+
+std::string open_error(const std::string& dir, bool read_only = false) {
+  try {
+    Store::open(dir, read_only);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+ExperimentRecord named(const std::string& name) {
+  ExperimentRecord e;
+  e.name = name;
+  e.status = "RUNNING";
+  return e;
+}
+
+TEST(StoreOpen, CreatesTheDirectoryAndReportsTheSchemaVersion) {
+  TempDir tmp;
+  std::string dir = tmp.file("a/b/results");
+  EXPECT_FALSE(Store::exists(dir));
+  auto store = Store::open(dir);
+  EXPECT_TRUE(Store::exists(dir));
+  EXPECT_EQ(Store::database_path(dir), dir + "/tune.db");
+  EXPECT_EQ(store->schema_version(), kSchemaVersion);
+
+  SQLite::Database db(Store::database_path(dir));
+  EXPECT_EQ(db.execAndGet("PRAGMA user_version").getInt(), kSchemaVersion);
+  EXPECT_EQ(db.execAndGet("SELECT value FROM meta WHERE key='schema_version'").getString(),
+            std::to_string(kSchemaVersion));
+  EXPECT_EQ(db.execAndGet("SELECT value FROM meta WHERE key='created_by'").getString(), "tune");
+  EXPECT_EQ(db.execAndGet("PRAGMA journal_mode").getString(), "wal");
+}
+
+TEST(StoreOpen, SetsTheConnectionPragmas) {
+  TempDir tmp;
+  auto normal = Store::open(tmp.path());
+  SQLite::Database& db = storage_internal::raw_database(*normal);
+  EXPECT_EQ(db.execAndGet("PRAGMA synchronous").getInt(), 1);  // NORMAL
+  EXPECT_EQ(db.execAndGet("PRAGMA foreign_keys").getInt(), 1);
+  EXPECT_EQ(db.execAndGet("PRAGMA busy_timeout").getInt(), 5000);
+  auto full = Store::open(tmp.path(), false, Durability::kFull);
+  EXPECT_EQ(storage_internal::raw_database(*full).execAndGet("PRAGMA synchronous").getInt(), 2);
+}
+
+TEST(StoreOpen, ReopeningPreservesEverything) {
+  TempDir tmp;
+  int64_t trial;
+  {
+    auto store = Store::open(tmp.path());
+    int64_t exp = store->create_experiment(named("exp"));
+    trial = store->add_trial(exp, 0, {{"lr", 0.1}});
+    store->add_result(trial, 1, 0, {{"loss", 0.5}}, 1.0);
+    store->add_checkpoint(trial, 1, "/ck", 0.5, 1.0);
+  }
+  auto store = Store::open(tmp.path());
+  auto exp = store->find_experiment("exp");
+  ASSERT_TRUE(exp);
+  auto trials = store->trials(exp->id);
+  ASSERT_EQ(trials.size(), 1u);
+  EXPECT_EQ(trials[0].config, Json({{"lr", 0.1}}));
+  EXPECT_EQ(trials[0].last_result, Json({{"loss", 0.5}}));
+  EXPECT_EQ(store->results(trial).size(), 1u);
+  EXPECT_EQ(store->checkpoints(trial).size(), 1u);
+}
+
+TEST(StoreOpen, ANewerSchemaIsRefusedWithoutBeingTouched) {
+  TempDir tmp;
+  Store::open(tmp.path());
+  {
+    SQLite::Database db(Store::database_path(tmp.path()), SQLite::OPEN_READWRITE);
+    db.exec("PRAGMA user_version = " + std::to_string(kSchemaVersion + 1));
+  }
+  std::string expected = "store " + tmp.path() + " was written by a newer tune (schema v" +
+                         std::to_string(kSchemaVersion + 1) + ", this build understands v" +
+                         std::to_string(kSchemaVersion) + ")";
+  EXPECT_EQ(open_error(tmp.path()), expected);
+  EXPECT_EQ(open_error(tmp.path(), /*read_only=*/true), expected);
+  SQLite::Database db(Store::database_path(tmp.path()));
+  EXPECT_EQ(db.execAndGet("PRAGMA user_version").getInt(), kSchemaVersion + 1);
+}
+
+TEST(StoreOpen, AFileThatIsNotSqliteIsRefused) {
+  TempDir tmp;
+  tmp.write("tune.db", std::string(4096, 'x') + "\nthis is not a database\n");
+  std::string message = open_error(tmp.path());
+  EXPECT_THAT(message, HasSubstr("is not a tune store"));
+  EXPECT_THAT(message, HasSubstr("tune.db"));
+  EXPECT_EQ(message.find('\n'), std::string::npos);
+  EXPECT_THAT(open_error(tmp.path(), true), HasSubstr("is not a tune store"));
+
+  TempDir small;
+  small.write("tune.db", "hello\n");
+  EXPECT_THAT(open_error(small.path()), HasSubstr("is not a tune store"));
+}
+
+TEST(StoreOpen, AnotherApplicationsDatabaseIsRefused) {
+  TempDir tmp;
+  {
+    SQLite::Database db(Store::database_path(tmp.path()),
+                        SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+    db.exec("CREATE TABLE photos (id INTEGER PRIMARY KEY)");
+  }
+  EXPECT_THAT(open_error(tmp.path()), HasSubstr("is not a tune store"));
+  EXPECT_THAT(open_error(tmp.path(), true), HasSubstr("is not a tune store"));
+}
+
+TEST(StoreOpen, ReadOnlyOpenOfAMissingStoreFailsAndCreatesNothing) {
+  TempDir tmp;
+  std::string dir = tmp.file("missing");
+  EXPECT_EQ(open_error(dir, true), "no tune store at " + dir + " (tune.db not found)");
+  EXPECT_FALSE(fs::exists(dir));
+  EXPECT_EQ(open_error(tmp.path(), true),
+            "no tune store at " + tmp.path() + " (tune.db not found)");
+  EXPECT_FALSE(fs::exists(tmp.file("tune.db")));
+}
+
+TEST(StoreOpen, ReadOnlyStoreReadsButCannotWrite) {
+  TempDir tmp;
+  Store::open(tmp.path())->create_experiment(named("exp"));
+  auto reader = Store::open(tmp.path(), /*read_only=*/true);
+  EXPECT_EQ(reader->schema_version(), kSchemaVersion);
+  EXPECT_TRUE(reader->find_experiment("exp"));
+  EXPECT_THROW(reader->create_experiment(named("other")), Error);
+  reader->begin();  // a read snapshot
+  EXPECT_EQ(reader->experiments().size(), 1u);
+  reader->commit();
+}
+
+TEST(StoreWal, AReaderSeesCommittedDataWhileTheWriterHoldsATransaction) {
+  TempDir tmp;
+  auto writer = Store::open(tmp.path());
+  int64_t exp = writer->create_experiment(named("exp"));
+  int64_t trial = writer->add_trial(exp, 0, Json::object());
+  writer->add_result(trial, 1, 0, {{"loss", 1.0}}, 1.0);
+
+  writer->begin();
+  writer->add_result(trial, 2, 0, {{"loss", 0.5}}, 2.0);
+  writer->set_trial_status(trial, kRunning, 2.0);
+
+  auto start = std::chrono::steady_clock::now();
+  auto reader = Store::open(tmp.path(), /*read_only=*/true);
+  EXPECT_EQ(reader->results(trial).size(), 1u);
+  EXPECT_EQ(reader->trial(exp, 0)->status, kPending);
+  EXPECT_EQ(reader->trial(exp, 0)->last_iteration, 1);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2))
+      << "the reader must not wait for the writer's lock";
+
+  writer->commit();
+  EXPECT_EQ(reader->results(trial).size(), 2u);
+  EXPECT_EQ(reader->trial(exp, 0)->status, kRunning);
+}
+
+class StoreViews : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto store = Store::open(tmp.path());
+    int64_t exp = store->create_experiment(named("exp"));
+    for (int i = 0; i < 2; ++i) {
+      int64_t trial = store->add_trial(exp, i, {{"lr", 0.1 * (i + 1)}});
+      store->set_trial_status(trial, kRunning, 1.0);
+      for (int it = 1; it <= 3; ++it) {
+        store->add_result(trial, it, 0, {{"loss", 1.0 / (it + i)}, {"acc", 0.1 * it}}, it);
+      }
+      store->set_trial_status(trial, kTerminated, 5.0);
+    }
+  }
+  TempDir tmp;
+};
+
+TEST_F(StoreViews, TrialSummaryJoinsTheExperimentName) {
+  SQLite::Database db(Store::database_path(tmp.path()));
+  SQLite::Statement q(db,
+                      "SELECT experiment, trial_index, status, last_iteration,"
+                      " json_extract(last_result_json, '$.loss') FROM trial_summary"
+                      " ORDER BY trial_index");
+  ASSERT_TRUE(q.executeStep());
+  EXPECT_EQ(q.getColumn(0).getString(), "exp");
+  EXPECT_EQ(q.getColumn(1).getInt(), 0);
+  EXPECT_EQ(q.getColumn(2).getString(), "TERMINATED");
+  EXPECT_EQ(q.getColumn(3).getInt(), 3);
+  EXPECT_DOUBLE_EQ(q.getColumn(4).getDouble(), 1.0 / 3);
+  ASSERT_TRUE(q.executeStep());
+  EXPECT_FALSE(q.executeStep());
+}
+
+TEST_F(StoreViews, ResultMetricsHasOneRowPerMetric) {
+  SQLite::Database db(Store::database_path(tmp.path()));
+  EXPECT_EQ(db.execAndGet("SELECT count(*) FROM result_metrics").getInt(), 12);
+  SQLite::Statement q(db,
+                      "SELECT experiment, trial_index, iteration, value FROM result_metrics"
+                      " WHERE name = 'loss' AND trial_index = 1 ORDER BY iteration");
+  for (int it = 1; it <= 3; ++it) {
+    ASSERT_TRUE(q.executeStep());
+    EXPECT_EQ(q.getColumn(0).getString(), "exp");
+    EXPECT_EQ(q.getColumn(1).getInt(), 1);
+    EXPECT_EQ(q.getColumn(2).getInt(), it);
+    EXPECT_DOUBLE_EQ(q.getColumn(3).getDouble(), 1.0 / (it + 1));
+  }
+  EXPECT_FALSE(q.executeStep());
+}
+
+TEST_F(StoreViews, BestTrialQueryFromTheDocsWorks) {
+  SQLite::Database db(Store::database_path(tmp.path()));
+  SQLite::Statement q(db,
+                      "SELECT t.trial_index, json_extract(r.metrics_json, '$.loss') AS loss"
+                      " FROM results r JOIN trials t ON t.id = r.trial_id"
+                      " ORDER BY loss ASC LIMIT 1");
+  ASSERT_TRUE(q.executeStep());
+  EXPECT_EQ(q.getColumn(0).getInt(), 1);
+  EXPECT_DOUBLE_EQ(q.getColumn(1).getDouble(), 0.25);
+}
+
+}  // namespace
+}  // namespace tune

@@ -1,0 +1,313 @@
+// Store: records round-trip through SQLite, and transactions nest.
+#include "storage/store.h"
+
+#include <SQLiteCpp/SQLiteCpp.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include "test_util.h"
+#include "tuner/error.h"
+
+namespace tune {
+namespace {
+
+using ::testing::HasSubstr;
+using tune::testing::TempDir;
+
+ExperimentRecord experiment(const std::string& name) {
+  ExperimentRecord e;
+  e.name = name;
+  e.status = "RUNNING";
+  e.metric = "loss";
+  e.mode = "min";
+  e.spec = {{"num_samples", 4}, {"space", {{"lr", {{"loguniform", {1e-4, 1e-1}}}}}}};
+  e.spec_source = "metric: loss\n";
+  return e;
+}
+
+struct Fixture : ::testing::Test {
+  TempDir dir;
+  std::unique_ptr<Store> store = Store::open(dir.path());
+  int64_t exp_id = store->create_experiment(experiment("exp"));
+};
+
+using StoreExperiments = Fixture;
+using StoreTrials = Fixture;
+using StoreResults = Fixture;
+using StoreTransactions = Fixture;
+
+TEST_F(StoreExperiments, CreateFindAndListRoundTripEveryField) {
+  ExperimentRecord second = experiment("second");
+  second.searcher_state = {{"rng", 42}};
+  second.created_at = 1000.5;
+  int64_t second_id = store->create_experiment(second);
+  EXPECT_NE(second_id, exp_id);
+
+  auto found = store->find_experiment("second");
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->id, second_id);
+  EXPECT_EQ(found->status, "RUNNING");
+  EXPECT_EQ(found->metric, "loss");
+  EXPECT_EQ(found->mode, "min");
+  EXPECT_EQ(found->spec, second.spec);
+  EXPECT_EQ(found->spec_source, "metric: loss\n");
+  EXPECT_EQ(found->searcher_state, Json({{"rng", 42}}));
+  EXPECT_TRUE(found->scheduler_state.is_null());
+  EXPECT_EQ(found->created_at, 1000.5);
+  EXPECT_EQ(found->updated_at, 1000.5);
+
+  auto all = store->experiments();
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0].name, "exp");
+  EXPECT_EQ(all[1].name, "second");
+  EXPECT_GT(all[0].created_at, 0);
+}
+
+TEST_F(StoreExperiments, FindReturnsNothingForAnUnknownName) {
+  EXPECT_FALSE(store->find_experiment("nope"));
+}
+
+TEST_F(StoreExperiments, ADuplicateNameIsRefused) {
+  try {
+    store->create_experiment(experiment("exp"));
+    FAIL() << "expected tune::Error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "experiment 'exp' already exists");
+  }
+}
+
+TEST_F(StoreExperiments, StatusAndStatesUpdate) {
+  store->set_experiment_status(exp_id, "FINISHED");
+  store->set_searcher_state(exp_id, {{"seen", {1, 2, 3}}});
+  store->set_scheduler_state(exp_id, {{"rung", 2}});
+  auto e = store->find_experiment("exp");
+  EXPECT_EQ(e->status, "FINISHED");
+  EXPECT_EQ(e->searcher_state, Json({{"seen", {1, 2, 3}}}));
+  EXPECT_EQ(e->scheduler_state, Json({{"rung", 2}}));
+  EXPECT_GE(e->updated_at, e->created_at);
+  store->set_searcher_state(exp_id, Json());
+  EXPECT_TRUE(store->find_experiment("exp")->searcher_state.is_null());
+  EXPECT_THROW(store->set_experiment_status(999, "FAILED"), Error);
+}
+
+TEST_F(StoreTrials, ConfigRoundTripsAndParamsAreFlattened) {
+  Json config = {{"lr", 0.01},
+                 {"model", {{"layers", 3}, {"act", "relu"}, {"dims", {64, 32}}}},
+                 {"use_bn", true}};
+  int64_t id = store->add_trial(exp_id, 0, config);
+  auto t = store->trial(exp_id, 0);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->id, id);
+  EXPECT_EQ(t->experiment_id, exp_id);
+  EXPECT_EQ(t->status, kPending);
+  EXPECT_EQ(t->config, config);
+  EXPECT_EQ(t->attempts, 0);
+  EXPECT_TRUE(t->last_result.is_null());
+  EXPECT_GT(t->created_at, 0);
+  EXPECT_EQ(t->started_at, 0);
+
+  SQLite::Database db(Store::database_path(dir.path()));
+  SQLite::Statement q(db,
+                      "SELECT name, value_json, value_real, value_text FROM params"
+                      " WHERE trial_id = ? ORDER BY name");
+  q.bind(1, id);
+  std::map<std::string, std::tuple<std::string, std::string, std::string>> rows;
+  while (q.executeStep()) {
+    auto text = [&](int i) { return q.isColumnNull(i) ? "NULL" : q.getColumn(i).getString(); };
+    rows[text(0)] = {text(1), text(2), text(3)};
+  }
+  using Row = std::tuple<std::string, std::string, std::string>;
+  EXPECT_EQ(rows.size(), 5u);
+  EXPECT_EQ(rows["lr"], Row("0.01", "0.01", "NULL"));
+  EXPECT_EQ(rows["model.layers"], Row("3", "3.0", "NULL"));
+  EXPECT_EQ(rows["model.act"], Row("\"relu\"", "NULL", "relu"));
+  EXPECT_EQ(rows["model.dims"], Row("[64,32]", "NULL", "NULL"));
+  EXPECT_EQ(rows["use_bn"], Row("true", "NULL", "NULL"));
+}
+
+TEST_F(StoreTrials, TrialsAreListedByIndexAndADuplicateIndexIsRefused) {
+  store->add_trial(exp_id, 2, {{"x", 2}});
+  store->add_trial(exp_id, 0, {{"x", 0}});
+  store->add_trial(exp_id, 1, {{"x", 1}});
+  auto trials = store->trials(exp_id);
+  ASSERT_EQ(trials.size(), 3u);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(trials[i].config["x"], i);
+  EXPECT_FALSE(store->trial(exp_id, 7));
+  EXPECT_THROW(store->add_trial(exp_id, 1, {{"x", 9}}), Error);
+  EXPECT_EQ(store->trials(exp_id).size(), 3u);
+}
+
+TEST_F(StoreTrials, AFailedAddTrialInsideABatchKeepsTheRestOfTheBatch) {
+  Transaction txn(*store);
+  store->add_trial(exp_id, 0, {{"x", 0}});
+  EXPECT_THROW(store->add_trial(exp_id, 0, {{"x", 1}}), Error);
+  store->add_trial(exp_id, 1, {{"x", 2}});
+  txn.commit();
+  EXPECT_EQ(store->trials(exp_id).size(), 2u);
+}
+
+TEST_F(StoreTrials, StatusesCountAttemptsAndStampTimes) {
+  int64_t id = store->add_trial(exp_id, 0, Json::object());
+  store->set_trial_status(id, kRunning, 10.0);
+  auto t = store->trial(exp_id, 0);
+  EXPECT_EQ(t->status, kRunning);
+  EXPECT_EQ(t->attempts, 1);
+  EXPECT_EQ(t->started_at, 10.0);
+  EXPECT_EQ(t->ended_at, 0);
+
+  store->set_trial_status(id, kError, 11.0, "worker died");
+  t = store->trial(exp_id, 0);
+  EXPECT_EQ(t->status, kError);
+  EXPECT_EQ(t->ended_at, 11.0);
+  EXPECT_EQ(t->error, "worker died");
+
+  store->set_trial_status(id, kRunning, 12.0);
+  store->set_trial_status(id, kPaused, 13.0);
+  t = store->trial(exp_id, 0);
+  EXPECT_EQ(t->attempts, 2);
+  EXPECT_EQ(t->started_at, 12.0);
+  EXPECT_EQ(t->ended_at, 0) << "a restart clears ended_at";
+  EXPECT_EQ(t->error, "worker died") << "an empty error keeps the stored one";
+
+  store->set_trial_status(id, kTerminated, 14.0);
+  t = store->trial(exp_id, 0);
+  EXPECT_EQ(t->status, kTerminated);
+  EXPECT_EQ(t->ended_at, 14.0);
+  EXPECT_EQ(t->attempts, 2);
+  EXPECT_THROW(store->set_trial_status(12345, kRunning, 1.0), Error);
+}
+
+TEST_F(StoreResults, ResultsRoundTripInOrderAndUpdateTheLastResult) {
+  int64_t trial = store->add_trial(exp_id, 0, {{"x", 1}});
+  for (int i = 1; i <= 3; ++i) {
+    store->add_result(trial, i, 0, {{"loss", 1.0 / i}, {"acc", 0.5}, {"tag", "a"}}, 100.0 + i);
+  }
+  store->add_result(trial, 2, 1, {{"loss", 0.9}}, 200.0);  // retry restarts at 2
+
+  auto results = store->results(trial);
+  ASSERT_EQ(results.size(), 4u);
+  EXPECT_EQ(results[0].iteration, 1);
+  EXPECT_EQ(results[0].metrics["loss"], 1.0);
+  EXPECT_EQ(results[2].time, 103.0);
+  EXPECT_EQ(results[3].attempt, 1);
+  EXPECT_LT(results[0].id, results[3].id);
+
+  auto t = store->trial(exp_id, 0);
+  EXPECT_EQ(t->last_iteration, 2);
+  EXPECT_EQ(t->last_result, Json({{"loss", 0.9}}));
+}
+
+TEST_F(StoreResults, NonFiniteMetricsAreStoredAsNull) {
+  int64_t trial = store->add_trial(exp_id, 0, Json::object());
+  double nan = std::numeric_limits<double>::quiet_NaN();
+  double inf = std::numeric_limits<double>::infinity();
+  store->add_result(trial, 1, 0, {{"loss", nan}, {"grad", inf}, {"acc", 0.25}}, 1.0);
+  auto r = store->results(trial).at(0);
+  EXPECT_TRUE(r.metrics["loss"].is_null());
+  EXPECT_TRUE(r.metrics["grad"].is_null());
+  EXPECT_EQ(r.metrics["acc"], 0.25);
+}
+
+TEST_F(StoreResults, AResultForAMissingTrialIsRefused) {
+  EXPECT_THROW(store->add_result(424242, 1, 0, {{"loss", 1}}, 1.0), Error);
+}
+
+TEST_F(StoreResults, CheckpointsAreListedLiveAndOldestFirst) {
+  int64_t trial = store->add_trial(exp_id, 0, Json::object());
+  int64_t a = store->add_checkpoint(trial, 1, "/ck/1", 0.5, 10.0);
+  int64_t b = store->add_checkpoint(trial, 2, "/ck/2", std::nullopt, 11.0);
+  int64_t c = store->add_checkpoint(trial, 3, "/ck/3", 0.25, 12.0);
+  store->mark_checkpoint_deleted(b);
+  auto live = store->checkpoints(trial);
+  ASSERT_EQ(live.size(), 2u);
+  EXPECT_EQ(live[0].id, a);
+  EXPECT_EQ(live[0].path, "/ck/1");
+  EXPECT_EQ(live[0].score, 0.5);
+  EXPECT_EQ(live[0].iteration, 1);
+  EXPECT_EQ(live[0].created_at, 10.0);
+  EXPECT_FALSE(live[0].deleted);
+  EXPECT_EQ(live[1].id, c);
+  EXPECT_THROW(store->mark_checkpoint_deleted(9999), Error);
+
+  SQLite::Database db(Store::database_path(dir.path()));
+  SQLite::Statement q(db, "SELECT deleted, score IS NULL FROM checkpoints WHERE id = ?");
+  q.bind(1, b);
+  ASSERT_TRUE(q.executeStep());
+  EXPECT_EQ(q.getColumn(0).getInt(), 1);
+  EXPECT_EQ(q.getColumn(1).getInt(), 1);
+}
+
+TEST_F(StoreResults, EventsAreAppendedWithAndWithoutATrial) {
+  int64_t trial = store->add_trial(exp_id, 0, Json::object());
+  store->add_event(exp_id, std::nullopt, "experiment_started", Json(), 1.0);
+  store->add_event(exp_id, trial, "trial_error", {{"message", "boom"}}, 2.0);
+  SQLite::Database db(Store::database_path(dir.path()));
+  SQLite::Statement q(db,
+                      "SELECT kind, trial_id IS NULL, detail_json, time FROM events"
+                      " WHERE experiment_id = ? ORDER BY id");
+  q.bind(1, exp_id);
+  ASSERT_TRUE(q.executeStep());
+  EXPECT_EQ(q.getColumn(0).getString(), "experiment_started");
+  EXPECT_EQ(q.getColumn(1).getInt(), 1);
+  EXPECT_TRUE(q.isColumnNull(2));
+  ASSERT_TRUE(q.executeStep());
+  EXPECT_EQ(q.getColumn(0).getString(), "trial_error");
+  EXPECT_EQ(q.getColumn(1).getInt(), 0);
+  EXPECT_EQ(q.getColumn(2).getString(), R"({"message":"boom"})");
+  EXPECT_EQ(q.getColumn(3).getDouble(), 2.0);
+  EXPECT_FALSE(q.executeStep());
+}
+
+TEST_F(StoreTransactions, RollbackDiscardsTheBatch) {
+  store->begin();
+  int64_t trial = store->add_trial(exp_id, 0, Json::object());
+  store->add_result(trial, 1, 0, {{"loss", 1}}, 1.0);
+  store->rollback();
+  EXPECT_TRUE(store->trials(exp_id).empty());
+  {
+    Transaction txn(*store);
+    store->add_trial(exp_id, 0, Json::object());
+  }  // destroyed without commit
+  EXPECT_TRUE(store->trials(exp_id).empty());
+}
+
+TEST_F(StoreTransactions, OnlyTheOutermostCommitReachesTheDatabase) {
+  SQLite::Database reader(Store::database_path(dir.path()));
+  auto count = [&] { return reader.execAndGet("SELECT count(*) FROM trials").getInt(); };
+  {
+    Transaction outer(*store);
+    {
+      Transaction inner(*store);
+      store->add_trial(exp_id, 0, Json::object());
+      inner.commit();
+    }
+    EXPECT_EQ(count(), 0) << "the inner commit must not be visible yet";
+    outer.commit();
+  }
+  EXPECT_EQ(count(), 1);
+}
+
+TEST_F(StoreTransactions, AnInnerRollbackDiscardsTheOuterTransaction) {
+  Transaction outer(*store);
+  store->add_trial(exp_id, 0, Json::object());
+  {
+    Transaction inner(*store);
+    store->add_trial(exp_id, 1, Json::object());
+  }  // rolls back everything
+  EXPECT_THROW(outer.commit(), Error);
+  EXPECT_TRUE(store->trials(exp_id).empty());
+  store->add_trial(exp_id, 5, Json::object());  // autocommit works again
+  EXPECT_EQ(store->trials(exp_id).size(), 1u);
+}
+
+TEST_F(StoreTransactions, CommitWithoutBeginIsAnError) {
+  EXPECT_THROW(store->commit(), Error);
+  store->rollback();  // harmless at depth 0
+}
+
+}  // namespace
+}  // namespace tune

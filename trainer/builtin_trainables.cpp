@@ -1,0 +1,110 @@
+// The built-in pure-function trainables: branin, hartmann6 and synthetic.
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <random>
+#include <stdexcept>
+#include <thread>
+
+#include "trainer/session.h"
+#include "trainer/test_functions.h"
+
+namespace tune {
+namespace {
+
+double number(const Json& config, const char* key, double fallback) {
+  auto it = config.find(key);
+  if (it == config.end() || it->is_null()) return fallback;
+  if (!it->is_number()) throw std::invalid_argument(std::string("config '") + key + "' must be a number");
+  return it->get<double>();
+}
+
+// Reports `value` plus noise that shrinks as 1/iteration, so every trial has a
+// learning curve converging to the function's value. The noise stream is
+// seeded by the trial index, so curves are reproducible.
+void noisy_curve(Session& session, double value) {
+  const Json& config = session.config();
+  const int64_t iterations = static_cast<int64_t>(number(config, "iterations", 10));
+  const double noise = number(config, "noise", 1.0);
+  const double sleep_s = number(config, "sleep_s", 0.0);
+  std::mt19937_64 rng(static_cast<uint64_t>(session.trial_index()) * 7919 + 17);
+  std::normal_distribution<double> gauss(0, 1);
+  for (int64_t i = 0; i < session.iteration(); ++i) gauss(rng);  // skip restored iterations
+  for (int64_t i = session.iteration() + 1; i <= iterations; ++i) {
+    if (sleep_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(sleep_s));
+    session.report({{"loss", value + noise * gauss(rng) / static_cast<double>(i)},
+                    {"value", value}});
+  }
+}
+
+void branin_trainable(Session& session) {
+  const Json& c = session.config();
+  noisy_curve(session, test_functions::branin(number(c, "x0", 0), number(c, "x1", 0)));
+}
+
+void hartmann6_trainable(Session& session) {
+  const Json& c = session.config();
+  std::array<double, 6> x{};
+  for (int i = 0; i < 6; ++i) x[i] = number(c, ("x" + std::to_string(i)).c_str(), 0.5);
+  noisy_curve(session, test_functions::hartmann6(x));
+}
+
+// synthetic: a configurable curve for demos, tests and benchmarks.
+//   iterations (10), sleep_s (0): per-report sleep, checkpoint (false): write a
+//   checkpoint file every report, fail_at (0 = never): fail at that iteration
+//   with fail_mode throw|exit|abort|nan, only while no checkpoint is restored
+//   when fail_once is true (default), so a retry succeeds.
+void synthetic_trainable(Session& session) {
+  const Json& c = session.config();
+  const int64_t iterations = static_cast<int64_t>(number(c, "iterations", 10));
+  const double sleep_s = number(c, "sleep_s", 0.0);
+  const bool checkpoint = c.value("checkpoint", false);
+  const int64_t fail_at = static_cast<int64_t>(number(c, "fail_at", 0));
+  const std::string fail_mode = c.value("fail_mode", std::string("throw"));
+  const bool fail_once = c.value("fail_once", true);
+  const double x = number(c, "x", 1.0);
+  double state = 0;
+  if (session.checkpoint()) {
+    std::ifstream in(session.checkpoint()->path + "/state.txt");
+    in >> state;
+  }
+  for (int64_t i = session.iteration() + 1; i <= iterations; ++i) {
+    if (sleep_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(sleep_s));
+    if (i == fail_at && (!fail_once || !session.checkpoint())) {
+      if (fail_mode == "exit") std::_Exit(3);
+      if (fail_mode == "abort") std::abort();
+      if (fail_mode == "nan") {
+        session.report({{"loss", std::nan("")}});
+        return;
+      }
+      throw std::runtime_error("synthetic failure at iteration " + std::to_string(i));
+    }
+    state += x;
+    const double loss = x * x / static_cast<double>(i);
+    if (checkpoint) {
+      std::string dir = session.make_checkpoint_dir();
+      if (session.rank() == 0) std::ofstream(dir + "/state.txt") << state;
+      session.report({{"loss", loss}, {"state", state}}, dir);
+    } else {
+      session.report({{"loss", loss}, {"state", state}});
+    }
+  }
+}
+
+}  // namespace
+
+void register_builtin_trainables() {
+  static bool done = [] {
+    register_trainable("branin", branin_trainable,
+                       {true, "Branin function of x0, x1 with noise shrinking per iteration"});
+    register_trainable("hartmann6", hartmann6_trainable,
+                       {true, "Hartmann6 function of x0..x5 with noise shrinking per iteration"});
+    register_trainable("synthetic", synthetic_trainable,
+                       {true, "configurable curve for tests and benchmarks"});
+    return true;
+  }();
+  (void)done;
+}
+
+}  // namespace tune

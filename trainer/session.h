@@ -1,0 +1,111 @@
+// Session: what a trainable sees of the tuner while it runs one trial.
+//
+//   tune::register_trainable("quadratic", [](tune::Session& session) {
+//     double x = session.config()["x"];
+//     for (int step = 0; step < 10; ++step)
+//       session.report({{"loss", (x - 3) * (x - 3) / (step + 1)}});
+//   });
+//
+// report() blocks until the driver has durably recorded the result and decided
+// what the trial does next. When the trial must stop (stop criteria, scheduler,
+// sweep ending) report() throws tune::TrialStopped; let it propagate (it does
+// not derive from std::exception, so `catch (const std::exception&)` in user
+// code does not swallow it). Any other exception escaping the trainable marks
+// the trial ERROR (retried per failure.max_failures); so does a NaN metric.
+//
+// In an MPI worker group every rank runs the trainable. All ranks must call
+// report() the same number of times (it is collective: rank 0 talks to the
+// driver and broadcasts the decision); metrics passed on ranks != 0 are ignored.
+//
+// Thread safety: a Session belongs to the thread running its trial.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <mpi.h>
+#include <nlohmann/json.hpp>
+
+namespace tune {
+
+using Json = nlohmann::json;
+
+// Thrown by Session::report() when the driver stops the trial.
+struct TrialStopped {};
+
+// A checkpoint is a directory the trainable wrote; the tuner records it.
+struct Checkpoint {
+  std::string path;
+  int64_t iteration = 0;  // the training_iteration it was taken at
+};
+
+class Session {
+ public:
+  virtual ~Session() = default;
+
+  virtual const Json& config() const = 0;
+  virtual const std::string& experiment_name() const = 0;
+  virtual int64_t trial_index() const = 0;
+  // "trial_00007": also the trial's folder name under the experiment dir.
+  virtual std::string trial_name() const = 0;
+  // The trial's own directory (exists), for logs and checkpoints.
+  virtual const std::string& trial_dir() const = 0;
+
+  // Results reported so far (continues from a restored checkpoint's iteration).
+  virtual int64_t iteration() const = 0;
+
+  // The checkpoint to restore from (retry after failure, `tune resume`),
+  // or nullopt for a fresh start.
+  virtual const std::optional<Checkpoint>& checkpoint() const = 0;
+
+  // A new, empty directory for the checkpoint of the next report(); identical
+  // on every rank of a group (rank 0 should write it).
+  virtual std::string make_checkpoint_dir() = 0;
+
+  // Reports one result; training_iteration = iteration() + 1 is added.
+  // `checkpoint_dir`, if given, is a directory from make_checkpoint_dir()
+  // now holding the trial's state. Throws TrialStopped (see above).
+  virtual void report(const Json& metrics, const std::string& checkpoint_dir = "") = 0;
+
+  // MPI: the group's communicator (MPI_COMM_SELF for in-process trials),
+  // this process's rank and the group's size.
+  virtual MPI_Comm communicator() const = 0;
+  virtual int rank() const = 0;
+  virtual int world_size() const = 0;
+  // Cores this rank may use (resources.cpus_per_worker).
+  virtual int cpus() const = 0;
+};
+
+using TrainableFunction = std::function<void(Session&)>;
+
+struct TrainableInfo {
+  // True if the function may run on a driver thread (no MPI, thread safe).
+  // Functions needing MPI (workers > 1) must be false. Default: true.
+  bool in_process = true;
+  std::string description;
+};
+
+// Registers a named trainable (the sweep file's `trainable:`). Thread-safe;
+// registering a name twice replaces the earlier one. Call it before
+// tune::init() in programs that run MPI worker groups.
+void register_trainable(const std::string& name, TrainableFunction function,
+                        TrainableInfo info = {});
+
+struct RegisteredTrainable {
+  std::string name;
+  TrainableFunction function;
+  TrainableInfo info;
+};
+// nullptr if unknown.
+const RegisteredTrainable* find_trainable(const std::string& name);
+std::vector<std::string> trainable_names();
+
+// Registers branin, hartmann6 and synthetic. Idempotent.
+void register_builtin_trainables();
+// Registers the libtorch trainables (trainer/torch; only with TUNE_WITH_TORCH).
+void register_torch_trainables();
+
+}  // namespace tune

@@ -1,0 +1,36 @@
+#include "trainer/test_functions.h"
+
+#include <cmath>
+
+namespace tune::test_functions {
+
+double branin(double x0, double x1) {
+  const double a = 1, b = 5.1 / (4 * M_PI * M_PI), c = 5 / M_PI, r = 6, s = 10,
+               t = 1 / (8 * M_PI);
+  const double u = x1 - b * x0 * x0 + c * x0 - r;
+  return a * u * u + s * (1 - t) * std::cos(x0) + s;
+}
+
+double hartmann6(const std::array<double, 6>& x) {
+  static const double alpha[4] = {1.0, 1.2, 3.0, 3.2};
+  static const double A[4][6] = {{10, 3, 17, 3.5, 1.7, 8},
+                                 {0.05, 10, 17, 0.1, 8, 14},
+                                 {3, 3.5, 1.7, 10, 17, 8},
+                                 {17, 8, 0.05, 10, 0.1, 14}};
+  static const double P[4][6] = {{1312, 1696, 5569, 124, 8283, 5886},
+                                 {2329, 4135, 8307, 3736, 1004, 9991},
+                                 {2348, 1451, 3522, 2883, 3047, 6650},
+                                 {4047, 8828, 8732, 5743, 1091, 381}};
+  double total = 0;
+  for (int i = 0; i < 4; ++i) {
+    double inner = 0;
+    for (int j = 0; j < 6; ++j) {
+      const double d = x[j] - P[i][j] * 1e-4;
+      inner += A[i][j] * d * d;
+    }
+    total += alpha[i] * std::exp(-inner);
+  }
+  return -total;
+}
+
+}  // namespace tune::test_functions

@@ -1,0 +1,86 @@
+#include "tuner/analysis.h"
+
+#include <cmath>
+
+#include "tuner/error.h"
+
+namespace tune {
+
+void check_scope(const std::string& scope) {
+  if (scope != "last" && scope != "all" && scope != "avg" && scope != "last-5-avg" && scope != "last-10-avg") {
+    throw ConfigError("unknown scope '" + scope + "' (expected last, all, avg, last-5-avg or last-10-avg)");
+  }
+}
+
+static void check_mode(const std::string& mode) {
+  if (mode != "min" && mode != "max") throw ConfigError("mode must be min or max, got '" + mode + "'");
+}
+
+std::optional<double> trial_score(const std::vector<ResultRecord>& results, const std::string& metric,
+                                  const std::string& mode, const std::string& scope) {
+  check_scope(scope);
+  check_mode(mode);
+  std::vector<double> values;
+  for (const auto& r : results) {
+    auto it = r.metrics.find(metric);
+    if (it == r.metrics.end() || !it->is_number()) continue;
+    double v = it->get<double>();
+    if (std::isfinite(v)) values.push_back(v);
+  }
+  if (values.empty()) return std::nullopt;
+  if (scope == "last") return values.back();
+  if (scope == "all") {
+    double best = values.front();
+    for (double v : values) best = mode == "max" ? std::max(best, v) : std::min(best, v);
+    return best;
+  }
+  size_t count = values.size();
+  if (scope == "last-5-avg") count = std::min<size_t>(5, count);
+  if (scope == "last-10-avg") count = std::min<size_t>(10, count);
+  double sum = 0;
+  for (size_t i = values.size() - count; i < values.size(); ++i) sum += values[i];
+  return sum / static_cast<double>(count);
+}
+
+std::string best_checkpoint(Store& store, int64_t trial_id, const std::string& mode) {
+  auto checkpoints = store.checkpoints(trial_id);
+  if (checkpoints.empty()) return "";
+  const CheckpointRecord* best = nullptr;
+  for (const auto& c : checkpoints) {
+    if (!c.score) continue;
+    if (!best || (mode == "max" ? *c.score > *best->score : *c.score < *best->score)) best = &c;
+  }
+  return best ? best->path : checkpoints.back().path;
+}
+
+std::optional<BestTrial> best_trial(Store& store, const ExperimentRecord& experiment, const std::string& metric,
+                                    const std::string& mode, const std::string& scope) {
+  check_scope(scope);
+  check_mode(mode);
+  if (metric.empty()) throw ConfigError("no metric given and the experiment has none (use --metric)");
+  std::optional<BestTrial> best;
+  for (TrialRecord& trial : store.trials(experiment.id)) {
+    auto results = store.results(trial.id);
+    auto score = trial_score(results, metric, mode, scope);
+    if (!score) continue;
+    if (best && !(mode == "max" ? *score > best->score : *score < best->score)) continue;
+    BestTrial candidate;
+    candidate.score = *score;
+    candidate.metrics = results.back().metrics;
+    if (scope == "all") {
+      for (const auto& r : results) {
+        auto it = r.metrics.find(metric);
+        if (it != r.metrics.end() && it->is_number() && it->get<double>() == *score) {
+          candidate.metrics = r.metrics;
+          break;
+        }
+      }
+    }
+    candidate.checkpoint_path = best_checkpoint(store, trial.id, mode);
+    candidate.trial = std::move(trial);
+    best = std::move(candidate);
+  }
+  return best;
+}
+
+}  // namespace tune

@@ -1,0 +1,283 @@
+#include "tuner/cli.h"
+
+#include <algorithm>
+#include <ctime>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "search/search_space.h"
+#include "storage/store.h"
+#include "tuner/analysis.h"
+#include "tuner/error.h"
+#include "tuner/progress.h"
+#include "tuner/sweep_spec.h"
+#include "tuner/session_base.h"
+
+namespace tune::cli {
+namespace {
+
+using internal::format_value;
+using internal::render_table;
+
+// Metrics the driver adds to every result; hidden from the trials table.
+bool is_auto_metric(const std::string& key) {
+  return key == "training_iteration" || key == "time_this_iter_s" || key == "timestamp";
+}
+
+std::unique_ptr<Store> open_store(const QueryOptions& options) {
+  if (!Store::exists(options.storage)) {
+    throw NotFoundError("no tune store at " + options.storage + " (run a sweep first, or pass --storage DIR)");
+  }
+  return Store::open(options.storage, /*read_only=*/true);
+}
+
+ExperimentRecord find(Store& store, const QueryOptions& options) {
+  auto experiment = store.find_experiment(options.experiment);
+  if (!experiment) {
+    std::vector<std::string> names;
+    for (const auto& e : store.experiments()) names.push_back(e.name);
+    std::string hint = closest_match(options.experiment, names);
+    throw NotFoundError("no experiment named '" + options.experiment + "' in " + options.storage +
+                        (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
+  }
+  return *experiment;
+}
+
+std::string time_text(double seconds) {
+  if (seconds <= 0) return "";
+  std::time_t t = static_cast<std::time_t>(seconds);
+  char buffer[32];
+  std::strftime(buffer, sizeof buffer, "%Y-%m-%d %H:%M:%S", std::localtime(&t));
+  return buffer;
+}
+
+std::string csv_cell(const std::string& text) {
+  if (text.find_first_of(",\"\n") == std::string::npos) return text;
+  std::string quoted = "\"";
+  for (char c : text) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return quoted + "\"";
+}
+
+struct Filter {
+  std::string key, op;
+  std::string value;
+};
+
+Filter parse_filter(const std::string& text) {
+  static const char* ops[] = {"!=", ">=", "<=", "=", "<", ">"};
+  for (const char* op : ops) {
+    auto at = text.find(op);
+    if (at != std::string::npos && at > 0) return {text.substr(0, at), op, text.substr(at + std::string(op).size())};
+  }
+  throw ConfigError("bad --filter '" + text + "' (expected KEY=VALUE, KEY!=VALUE, KEY<NUMBER, KEY>=NUMBER...)");
+}
+
+bool matches(const Json& cell, const Filter& filter) {
+  if (cell.is_null()) return filter.op == "!=";
+  char* end = nullptr;
+  double wanted = std::strtod(filter.value.c_str(), &end);
+  bool numeric = end && *end == '\0' && !filter.value.empty() && cell.is_number();
+  if (numeric) {
+    double v = cell.get<double>();
+    if (filter.op == "=") return v == wanted;
+    if (filter.op == "!=") return v != wanted;
+    if (filter.op == "<") return v < wanted;
+    if (filter.op == ">") return v > wanted;
+    if (filter.op == "<=") return v <= wanted;
+    return v >= wanted;
+  }
+  std::string text = cell.is_string() ? cell.get<std::string>() : cell.dump();
+  if (filter.op == "=") return text == filter.value;
+  if (filter.op == "!=") return text != filter.value;
+  throw ConfigError("--filter " + filter.key + filter.op + filter.value + ": '" + filter.key + "' is not numeric");
+}
+
+// One row of `tune trials`: named cells as JSON values.
+Json trial_row(Store& store, const TrialRecord& trial, const std::string& mode) {
+  Json row = {{"trial", internal::trial_name(trial.trial_index)}, {"status", trial.status}};
+  const Json params = flatten(trial.config);  // named: items() must not outlive it
+  for (const auto& [key, value] : params.items()) row[key] = value;
+  row["iter"] = trial.last_iteration;
+  if (trial.last_result.is_object()) {
+    for (const auto& [key, value] : trial.last_result.items()) {
+      if (!is_auto_metric(key) && !row.contains(key)) row[key] = value;
+    }
+  }
+  row["error"] = trial.error.empty() ? Json(nullptr) : Json(trial.error);
+  (void)store;
+  (void)mode;
+  return row;
+}
+
+}  // namespace
+
+int list_experiments(const QueryOptions& options, std::ostream& out) {
+  auto store = open_store(options);
+  Json list = Json::array();
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& e : store->experiments()) {
+    auto trials = store->trials(e.id);
+    std::map<std::string, int> counts;
+    for (const auto& t : trials) counts[t.status]++;
+    list.push_back({{"name", e.name}, {"status", e.status}, {"metric", e.metric}, {"mode", e.mode},
+                    {"trials", trials.size()}, {"counts", counts}, {"created_at", e.created_at},
+                    {"updated_at", e.updated_at}});
+    rows.push_back({e.name, e.status, std::to_string(trials.size()), std::to_string(counts[kTerminated]),
+                    std::to_string(counts[kError]), e.metric.empty() ? "" : e.metric + " (" + e.mode + ")",
+                    time_text(e.created_at)});
+  }
+  if (options.format == "json") {
+    out << list.dump(2) << "\n";
+  } else if (options.format == "csv") {
+    out << "name,status,trials,terminated,error,metric,created\n";
+    for (const auto& r : rows) {
+      for (size_t i = 0; i < r.size(); ++i) out << (i ? "," : "") << csv_cell(r[i]);
+      out << "\n";
+    }
+  } else {
+    out << render_table({"name", "status", "trials", "terminated", "error", "metric", "created"}, rows);
+  }
+  return 0;
+}
+
+int list_trials(const QueryOptions& options, std::ostream& out) {
+  auto store = open_store(options);
+  ExperimentRecord experiment = find(*store, options);
+  const std::string mode = experiment.mode.empty() ? "min" : experiment.mode;
+  std::vector<Filter> filters;
+  for (const auto& f : options.filters) filters.push_back(parse_filter(f));
+
+  std::vector<std::pair<TrialRecord, Json>> rows;
+  for (auto& trial : store->trials(experiment.id)) {
+    Json row = trial_row(*store, trial, mode);
+    bool keep = true;
+    for (const auto& f : filters) keep = keep && matches(row.contains(f.key) ? row[f.key] : Json(nullptr), f);
+    if (keep) rows.emplace_back(std::move(trial), std::move(row));
+  }
+  if (!options.sort.empty()) {
+    const std::string& key = options.sort;
+    bool known = key == "trial";
+    for (const auto& [trial, row] : rows) known = known || row.contains(key);
+    if (!known && !rows.empty()) throw ConfigError("cannot sort by '" + key + "': no such column");
+    std::stable_sort(rows.begin(), rows.end(), [&](const auto& a, const auto& b) {
+      const Json& x = a.second.contains(key) ? a.second[key] : Json(nullptr);
+      const Json& y = b.second.contains(key) ? b.second[key] : Json(nullptr);
+      if (key == "trial") return options.descending ? a.first.trial_index > b.first.trial_index
+                                                    : a.first.trial_index < b.first.trial_index;
+      if (x.is_null() != y.is_null()) return y.is_null();  // missing values last
+      if (x.is_number() && y.is_number()) {
+        return options.descending ? x.get<double>() > y.get<double>() : x.get<double>() < y.get<double>();
+      }
+      return options.descending ? format_value(x) > format_value(y) : format_value(x) < format_value(y);
+    });
+  }
+  if (options.limit > 0 && rows.size() > static_cast<size_t>(options.limit)) rows.resize(options.limit);
+
+  if (options.format == "json") {
+    Json list = Json::array();
+    for (const auto& [trial, row] : rows) {
+      list.push_back({{"trial_index", trial.trial_index}, {"trial_name", internal::trial_name(trial.trial_index)},
+                      {"status", trial.status}, {"config", trial.config}, {"iteration", trial.last_iteration},
+                      {"attempts", trial.attempts}, {"last_result", trial.last_result},
+                      {"error", trial.error.empty() ? Json(nullptr) : Json(trial.error)},
+                      {"checkpoint", best_checkpoint(*store, trial.id, mode)}});
+    }
+    out << list.dump(2) << "\n";
+    return 0;
+  }
+  std::vector<std::string> header;
+  for (const auto& [trial, row] : rows) {
+    for (auto it = row.begin(); it != row.end(); ++it) {
+      if (std::find(header.begin(), header.end(), it.key()) == header.end()) header.push_back(it.key());
+    }
+  }
+  // Keep trial, status first and error last: the JSON object sorts keys.
+  std::vector<std::string> ordered = {"trial", "status"};
+  if (!rows.empty()) {
+    Json params = flatten(rows.front().first.config);
+    for (auto it = params.begin(); it != params.end(); ++it) ordered.push_back(it.key());
+  }
+  ordered.push_back("iter");
+  for (const auto& key : header) {
+    if (std::find(ordered.begin(), ordered.end(), key) == ordered.end() && key != "error") ordered.push_back(key);
+  }
+  ordered.push_back("error");
+  if (rows.empty()) ordered = {"trial", "status", "iter"};
+  std::vector<std::vector<std::string>> table;
+  for (const auto& [trial, row] : rows) {
+    std::vector<std::string> cells;
+    for (const auto& key : ordered) cells.push_back(row.contains(key) ? format_value(row[key]) : "");
+    table.push_back(std::move(cells));
+  }
+  if (options.format == "csv") {
+    for (size_t i = 0; i < ordered.size(); ++i) out << (i ? "," : "") << csv_cell(ordered[i]);
+    out << "\n";
+    for (const auto& cells : table) {
+      for (size_t i = 0; i < cells.size(); ++i) out << (i ? "," : "") << csv_cell(cells[i]);
+      out << "\n";
+    }
+  } else {
+    out << render_table(ordered, table);
+  }
+  return 0;
+}
+
+int show_best(const QueryOptions& options, std::ostream& out) {
+  auto store = open_store(options);
+  ExperimentRecord experiment = find(*store, options);
+  const std::string metric = options.metric.empty() ? experiment.metric : options.metric;
+  const std::string mode = options.mode.empty() ? (experiment.mode.empty() ? "min" : experiment.mode) : options.mode;
+  auto best = best_trial(*store, experiment, metric, mode, options.scope);
+  if (!best) throw NotFoundError("no trial of '" + experiment.name + "' has reported '" + metric + "' yet");
+  if (options.format == "json") {
+    out << Json{{"experiment", experiment.name}, {"trial_index", best->trial.trial_index},
+                {"trial_name", internal::trial_name(best->trial.trial_index)}, {"status", best->trial.status},
+                {"metric", metric}, {"mode", mode}, {"scope", options.scope}, {"score", best->score},
+                {"config", best->trial.config}, {"metrics", best->metrics},
+                {"checkpoint", best->checkpoint_path.empty() ? Json(nullptr) : Json(best->checkpoint_path)}}
+               .dump(2)
+        << "\n";
+    return 0;
+  }
+  out << fmt::format("best trial: {} ({}), {} {} = {} ({} of {})\n", internal::trial_name(best->trial.trial_index),
+                     best->trial.status, options.scope, metric, format_value(best->score), mode, experiment.name);
+  out << "config: " << best->trial.config.dump() << "\n";
+  out << "metrics: " << best->metrics.dump() << "\n";
+  if (!best->checkpoint_path.empty()) out << "checkpoint: " << best->checkpoint_path << "\n";
+  return 0;
+}
+
+int show_status(const QueryOptions& options, std::ostream& out) {
+  auto store = open_store(options);
+  ExperimentRecord experiment = find(*store, options);
+  auto trials = store->trials(experiment.id);
+  std::map<std::string, int> counts;
+  for (const auto& t : trials) counts[t.status]++;
+  Json best = nullptr;
+  if (!experiment.metric.empty()) {
+    if (auto b = best_trial(*store, experiment, experiment.metric, experiment.mode, "last")) {
+      best = {{"trial_name", internal::trial_name(b->trial.trial_index)}, {"score", b->score}, {"config", b->trial.config}};
+    }
+  }
+  if (options.format == "json") {
+    out << Json{{"experiment", experiment.name}, {"status", experiment.status}, {"trials", trials.size()},
+                {"counts", counts}, {"metric", experiment.metric}, {"mode", experiment.mode}, {"best", best},
+                {"created_at", experiment.created_at}, {"updated_at", experiment.updated_at}}
+               .dump(2)
+        << "\n";
+    return 0;
+  }
+  out << fmt::format("experiment: {}\nstatus: {}\ncreated: {}\nupdated: {}\ntrials: {}", experiment.name,
+                     experiment.status, time_text(experiment.created_at), time_text(experiment.updated_at),
+                     trials.size());
+  for (const auto& [status, count] : counts) out << fmt::format(", {} {}", count, status);
+  out << "\n";
+  if (!best.is_null()) {
+    out << fmt::format("best: {} {} = {} config {}\n", best["trial_name"].get<std::string>(), experiment.metric,
+                       format_value(best["score"]), best["config"].dump());
+  }
+  return 0;
+}
+
+}  // namespace tune::cli

@@ -1,0 +1,200 @@
+// The `tune` command: run and resume sweeps, query the store.
+#include <csignal>
+#include <cstdlib>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <boost/program_options.hpp>
+
+#include "tuner/cli.h"
+#include "tuner/driver.h"
+#include "tuner/error.h"
+#include "tuner/tuner.h"
+
+namespace po = boost::program_options;
+
+namespace {
+
+const char* kUsage = R"(usage: tune COMMAND [ARGS] [OPTIONS]
+
+commands:
+  run FILE          run the sweep described by a YAML file
+  resume EXP        continue an interrupted experiment
+  experiments       list experiments in the store
+  trials EXP        list an experiment's trials (--sort, --filter, --json, --csv)
+  best EXP          the best trial (--metric, --mode, --scope, --json)
+  status EXP        an experiment's state and best result so far
+  trainables        list registered trainables
+
+run `tune COMMAND --help` for a command's options.
+)";
+
+void on_signal(int) {
+  // First signal: graceful stop (the driver notices). Second: leave now; the
+  // store is consistent (every commit is atomic) and `tune resume` works.
+  if (tune::internal::g_interrupt_requests.fetch_add(1) >= 1) std::_Exit(130);
+}
+
+struct Parsed {
+  po::variables_map vm;
+  bool help = false;
+};
+
+Parsed parse(const std::string& command, const std::vector<std::string>& args, po::options_description& options,
+             const char* positional = nullptr) {
+  options.add_options()("help,h", "show this help");
+  po::positional_options_description positionals;
+  if (positional) positionals.add(positional, 1);
+  Parsed parsed;
+  po::store(po::command_line_parser(args).options(options).positional(positionals).run(), parsed.vm);
+  po::notify(parsed.vm);
+  if (parsed.vm.count("help")) {
+    std::cout << "usage: tune " << command << (positional ? std::string(" ") + positional : "") << " [OPTIONS]\n"
+              << options;
+    parsed.help = true;
+  } else if (positional && !parsed.vm.count(positional)) {
+    throw tune::ConfigError(std::string("tune ") + command + ": missing " + positional + " argument");
+  }
+  return parsed;
+}
+
+int run_sweep(const std::string& command, const std::vector<std::string>& args) {
+  std::string target, storage, name, durability;
+  int slots = 0;
+  uint64_t seed = 0;
+  bool quiet = false;
+  double interval = 5;
+  po::options_description options("options");
+  options.add_options()
+      (command == "run" ? "file" : "experiment", po::value(&target), command == "run" ? "sweep file" : "experiment name")
+      ("storage", po::value(&storage)->default_value("./tune_results"), "results directory")
+      ("slots", po::value(&slots)->default_value(0), "cores to use (0 = all)")
+      ("quiet,q", po::bool_switch(&quiet), "no progress table")
+      ("progress-interval", po::value(&interval)->default_value(5.0), "seconds between progress tables")
+      ("durability", po::value(&durability)->default_value("normal"),
+       "normal (survives a crash) or full (also power loss; slower)");
+  if (command == "run") {
+    options.add_options()("name", po::value(&name), "experiment name (default: the file's `name`)")(
+        "seed", po::value(&seed), "search seed (overrides the file's search.seed)");
+  }
+  Parsed parsed = parse(command, args, options, command == "run" ? "file" : "experiment");
+  if (parsed.help) return 0;
+  if (durability != "normal" && durability != "full") {
+    throw tune::ConfigError("--durability must be normal or full, got '" + durability + "'");
+  }
+  if (slots < 0) throw tune::ConfigError("--slots must be >= 0");
+
+  tune::RunConfig run;
+  run.storage_path = storage;
+  run.slots = slots;
+  run.verbose = !quiet;
+  run.progress_interval_s = interval;
+  run.durability = durability == "full" ? tune::Durability::kFull : tune::Durability::kNormal;
+
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  std::string experiment;
+  if (command == "run") {
+    tune::SweepSpec spec = tune::load_sweep_file(target);
+    if (parsed.vm.count("name")) spec.name = name;
+    if (parsed.vm.count("seed")) spec.search.seed = seed;
+    // Validate everything before the store exists: a bad sweep creates nothing.
+    tune::internal::preflight(spec, run, {});
+    experiment = tune::internal::run_experiment(spec, run, {}, /*resume=*/false);
+  } else {
+    if (!tune::Store::exists(storage)) throw tune::NotFoundError("no tune store at " + storage);
+    auto restored = tune::Store::open(storage, true)->find_experiment(target);
+    if (!restored) throw tune::NotFoundError("no experiment named '" + target + "' in " + storage);
+    tune::SweepSpec spec = tune::SweepSpec::from_json(restored->spec);
+    spec.name = target;
+    experiment = tune::internal::run_experiment(spec, run, {}, /*resume=*/true);
+  }
+  if (tune::internal::g_interrupt_requests.load() > 0) return 130;
+  tune::ResultGrid results = tune::load_results(storage, experiment);
+  if (!quiet) {
+    std::cout << "experiment " << experiment << ": " << results.num_terminated() << " terminated, "
+              << results.num_errors() << " errored; query with `tune trials " << experiment << "` and `tune best "
+              << experiment << "`\n";
+  }
+  return results.size() > 0 && results.num_errors() == static_cast<int>(results.size()) ? 1 : 0;
+}
+
+int query(const std::string& command, const std::vector<std::string>& args) {
+  tune::cli::QueryOptions q;
+  bool json = false, csv = false;
+  po::options_description options("options");
+  options.add_options()("storage", po::value(&q.storage)->default_value("./tune_results"), "results directory")(
+      "json", po::bool_switch(&json), "JSON output");
+  const char* positional = nullptr;
+  if (command != "experiments") {
+    options.add_options()("experiment", po::value(&q.experiment), "experiment name");
+    positional = "experiment";
+  }
+  if (command == "trials" || command == "experiments") options.add_options()("csv", po::bool_switch(&csv), "CSV output");
+  if (command == "trials") {
+    options.add_options()("sort", po::value(&q.sort), "sort by a column (trial, status, iter, a param or metric)")(
+        "desc", po::bool_switch(&q.descending), "sort descending")(
+        "filter", po::value(&q.filters)->composing(), "KEY=V, KEY!=V, KEY<N, KEY<=N, KEY>N, KEY>=N (repeatable)")(
+        "limit", po::value(&q.limit)->default_value(0), "at most N rows");
+  }
+  if (command == "best") {
+    options.add_options()("metric", po::value(&q.metric), "metric (default: the experiment's)")(
+        "mode", po::value(&q.mode), "min or max (default: the experiment's)")(
+        "scope", po::value(&q.scope)->default_value("last"), "last, all, avg, last-5-avg or last-10-avg");
+  }
+  Parsed parsed = parse(command, args, options, positional);
+  if (parsed.help) return 0;
+  if (json && csv) throw tune::ConfigError("choose one of --json and --csv");
+  q.format = json ? "json" : csv ? "csv" : "table";
+  if (command == "experiments") return tune::cli::list_experiments(q, std::cout);
+  if (command == "trials") return tune::cli::list_trials(q, std::cout);
+  if (command == "best") return tune::cli::show_best(q, std::cout);
+  return tune::cli::show_status(q, std::cout);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  tune::register_builtin_trainables();
+#ifdef TUNE_WITH_TORCH
+  tune::register_torch_trainables();
+#endif
+  tune::init(argc, argv);  // never returns in a worker process
+
+  if (argc < 2) {
+    std::cerr << kUsage;
+    return 2;
+  }
+  const std::string command = argv[1];
+  const std::vector<std::string> args(argv + 2, argv + argc);
+  try {
+    if (command == "--help" || command == "-h" || command == "help") {
+      std::cout << kUsage;
+      return 0;
+    }
+    if (command == "run" || command == "resume") return run_sweep(command, args);
+    if (command == "experiments" || command == "trials" || command == "best" || command == "status") {
+      return query(command, args);
+    }
+    if (command == "trainables") {
+      for (const auto& name : tune::trainable_names()) {
+        std::cout << name << "\t" << tune::find_trainable(name)->info.description << "\n";
+      }
+      return 0;
+    }
+    throw tune::ConfigError("unknown command '" + command + "' (run `tune --help`)");
+  } catch (const tune::ConfigError& e) {
+    std::cerr << "tune: " << e.what() << "\n";
+    return 2;
+  } catch (const tune::NotFoundError& e) {
+    std::cerr << "tune: " << e.what() << "\n";
+    return 2;
+  } catch (const po::error& e) {
+    std::cerr << "tune " << command << ": " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "tune: " << e.what() << "\n";
+    return 1;
+  }
+}

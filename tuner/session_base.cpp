@@ -1,0 +1,63 @@
+#include "tuner/session_base.h"
+
+#include <cstdio>
+#include <filesystem>
+
+namespace tune::internal {
+
+Json TrialStart::to_json() const {
+  Json json = {{"experiment", experiment}, {"trainable", trainable},
+               {"trial_index", trial_index}, {"trial_dir", trial_dir},
+               {"config", config},         {"iteration", iteration},
+               {"cpus", cpus},             {"checkpoint", nullptr}};
+  if (checkpoint) json["checkpoint"] = {{"path", checkpoint->path}, {"iteration", checkpoint->iteration}};
+  return json;
+}
+
+TrialStart TrialStart::from_json(const Json& json) {
+  TrialStart start;
+  start.experiment = json.at("experiment").get<std::string>();
+  start.trainable = json.at("trainable").get<std::string>();
+  start.trial_index = json.at("trial_index").get<int64_t>();
+  start.trial_dir = json.at("trial_dir").get<std::string>();
+  start.config = json.at("config");
+  start.iteration = json.at("iteration").get<int64_t>();
+  start.cpus = json.value("cpus", 1);
+  const Json& checkpoint = json.at("checkpoint");
+  if (!checkpoint.is_null()) {
+    start.checkpoint = Checkpoint{checkpoint.at("path").get<std::string>(),
+                                  checkpoint.at("iteration").get<int64_t>()};
+  }
+  return start;
+}
+
+std::string trial_name(int64_t trial_index) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "trial_%05lld", static_cast<long long>(trial_index));
+  return buffer;
+}
+
+SessionBase::SessionBase(TrialStart start) : start_(std::move(start)), iteration_(start_.iteration) {}
+
+std::string SessionBase::trial_name() const { return internal::trial_name(start_.trial_index); }
+
+std::string SessionBase::make_checkpoint_dir() {
+  char name[40];
+  std::snprintf(name, sizeof name, "checkpoint_%06lld", static_cast<long long>(iteration_ + 1));
+  std::filesystem::path dir = std::filesystem::path(start_.trial_dir) / name;
+  if (rank() == 0) {
+    // A retried attempt may have left a partial directory with this name.
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+    std::filesystem::create_directories(dir);
+  }
+  return dir.string();
+}
+
+void SessionBase::report(const Json& metrics, const std::string& checkpoint_dir) {
+  const std::string action = exchange(metrics, checkpoint_dir);
+  ++iteration_;
+  if (action != "continue") throw TrialStopped{};
+}
+
+}  // namespace tune::internal

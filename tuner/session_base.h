@@ -1,0 +1,50 @@
+// Internal: the part of Session shared by in-process trials and MPI workers.
+#pragma once
+
+#include <string>
+
+#include "trainer/session.h"
+
+namespace tune::internal {
+
+// What the driver sends to start (or restart) a trial.
+struct TrialStart {
+  std::string experiment;
+  std::string trainable;
+  int64_t trial_index = 0;
+  std::string trial_dir;
+  Json config;
+  int64_t iteration = 0;  // results already recorded (restored from checkpoint)
+  std::optional<Checkpoint> checkpoint;
+  int cpus = 1;
+
+  Json to_json() const;
+  static TrialStart from_json(const Json& json);
+};
+
+class SessionBase : public Session {
+ public:
+  explicit SessionBase(TrialStart start);
+
+  const Json& config() const override { return start_.config; }
+  const std::string& experiment_name() const override { return start_.experiment; }
+  int64_t trial_index() const override { return start_.trial_index; }
+  std::string trial_name() const override;
+  const std::string& trial_dir() const override { return start_.trial_dir; }
+  int64_t iteration() const override { return iteration_; }
+  const std::optional<Checkpoint>& checkpoint() const override { return start_.checkpoint; }
+  std::string make_checkpoint_dir() override;
+  void report(const Json& metrics, const std::string& checkpoint_dir = "") override;
+  int cpus() const override { return start_.cpus; }
+
+ protected:
+  // Sends the result to the driver and returns its decision: "continue" or "stop".
+  virtual std::string exchange(const Json& metrics, const std::string& checkpoint_dir) = 0;
+
+  TrialStart start_;
+  int64_t iteration_ = 0;
+};
+
+std::string trial_name(int64_t trial_index);
+
+}  // namespace tune::internal

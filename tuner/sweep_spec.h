@@ -1,0 +1,99 @@
+// SweepSpec: everything that defines an experiment. The sweep file (YAML), the
+// CLI and the C++ API all fill this one struct, so each default is written
+// once, here. It round-trips through JSON so the store holds what resume needs.
+//
+//   tune::SweepSpec spec = tune::load_sweep_file("sweep.yaml");  // throws ConfigError
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "search/search_space.h"
+#include "search/searcher.h"
+
+namespace tune {
+
+struct Resources {
+  // Ranks per trial. 1: the trial runs in-process (thread) when its trainable
+  // allows it, else as a 1-rank MPI group; N > 1: an MPI group of N ranks.
+  // Default: 1.
+  int workers = 1;
+  // Cores each rank may use (intra-op threads). Slots used by a trial =
+  // workers * cpus_per_worker. Default: 1.
+  int cpus_per_worker = 1;
+  // Force an MPI worker group even for workers == 1. Default: false.
+  bool use_mpi = false;
+};
+
+struct StopCriteria {
+  // Stop a trial after this many results. Default: none.
+  std::optional<int64_t> training_iteration;
+  // Stop a trial when a metric crosses a threshold. For the experiment's
+  // `metric` the direction follows `mode` (<= for min, >= for max); for any
+  // other key a trial stops when result[key] >= value (Ray's rule).
+  std::map<std::string, double> metric_thresholds;
+  // Stop the whole sweep after this many seconds of wall time. Default: none.
+  std::optional<double> time_budget_s;
+};
+
+struct SchedulerOptions {
+  // "fifo" (more come with later issues). Default: "fifo".
+  std::string type = "fifo";
+  Json params = Json::object();  // type-specific keys
+};
+
+struct CheckpointOptions {
+  // Keep at most this many checkpoints per trial, best by score_attribute
+  // (the latest is always kept as well, for restoring). 0 = keep all.
+  // Default: 0.
+  int num_to_keep = 0;
+  // The metric that ranks checkpoints. Default: the experiment's metric.
+  std::string score_attribute;
+  // "min" | "max". Default: the experiment's mode.
+  std::string score_order;
+};
+
+struct FailureOptions {
+  // Retries of a failing trial (from its last checkpoint) before it is ERROR
+  // for good. -1 = unlimited. Default: 0.
+  int max_failures = 0;
+};
+
+struct SweepSpec {
+  std::string name;          // experiment name; default: "<trainable>-<timestamp>"
+  std::string trainable;     // registered trainable name (CLI); empty for a C++ lambda
+  std::string metric;        // default: none (then `best` needs --metric)
+  std::string mode;          // "min" | "max"; required when metric is set
+  int64_t num_samples = 1;   // see make_searcher for the grid rule
+  int max_concurrent_trials = 0;  // 0 = as many as the slots allow
+  Resources resources;
+  SearchOptions search;
+  SchedulerOptions scheduler;
+  StopCriteria stop;
+  SearchSpace param_space;
+  std::vector<Json> points_to_evaluate;
+  CheckpointOptions checkpoint;
+  FailureOptions failure;
+
+  // Throws ConfigError if inconsistent (mode without metric, bad values...).
+  void validate() const;
+
+  Json to_json() const;
+  static SweepSpec from_json(const Json& json);
+};
+
+// Reads and validates a sweep file. Throws ConfigError ("file:line: what") for
+// unreadable files, invalid YAML, unknown keys (with a "did you mean" hint),
+// wrong types and invalid domains.
+SweepSpec load_sweep_file(const std::string& path);
+// Same, from text; `file` is used in messages.
+SweepSpec parse_sweep(const std::string& yaml_text, const std::string& file);
+
+// The closest of `candidates` to `word` (edit distance <= 1/3 of its length,
+// at least 2), or "" if none is close.
+std::string closest_match(const std::string& word, const std::vector<std::string>& candidates);
+
+}  // namespace tune

@@ -1,0 +1,101 @@
+#include "tuner/tuner.h"
+
+#include <cstdlib>
+
+#include "tuner/analysis.h"
+#include "tuner/driver.h"
+#include "tuner/error.h"
+#include "tuner/session_base.h"
+#include "tuner/worker.h"
+
+namespace tune {
+
+void init(int, char**) {
+  if (std::getenv(internal::kSocketEnv) && std::getenv(internal::kGroupEnv)) internal::run_worker();
+}
+
+ResultGrid::ResultGrid(std::string experiment, std::string metric, std::string mode, std::vector<Result> results,
+                       std::string storage_path)
+    : experiment_(std::move(experiment)),
+      metric_(std::move(metric)),
+      mode_(std::move(mode)),
+      storage_path_(std::move(storage_path)),
+      results_(std::move(results)) {}
+
+int ResultGrid::num_errors() const {
+  int n = 0;
+  for (const auto& r : results_) n += r.status == kError;
+  return n;
+}
+
+int ResultGrid::num_terminated() const {
+  int n = 0;
+  for (const auto& r : results_) n += r.status == kTerminated;
+  return n;
+}
+
+Result ResultGrid::best(const std::string& metric, const std::string& mode, const std::string& scope) const {
+  const std::string m = metric.empty() ? metric_ : metric;
+  const std::string d = mode.empty() ? mode_ : mode;
+  auto store = Store::open(storage_path_, /*read_only=*/true);
+  auto experiment = store->find_experiment(experiment_);
+  if (!experiment) throw NotFoundError("experiment '" + experiment_ + "' is not in " + storage_path_);
+  auto best = best_trial(*store, *experiment, m, d, scope);
+  if (!best) throw Error("no trial of '" + experiment_ + "' reported metric '" + m + "'");
+  Result result;
+  result.trial_index = best->trial.trial_index;
+  result.trial_name = internal::trial_name(best->trial.trial_index);
+  result.status = best->trial.status;
+  result.config = best->trial.config;
+  result.metrics = best->metrics;
+  result.checkpoint = best->checkpoint_path;
+  result.error = best->trial.error;
+  return result;
+}
+
+ResultGrid load_results(const std::string& storage_path, const std::string& name) {
+  auto store = Store::open(storage_path, /*read_only=*/true);
+  auto experiment = store->find_experiment(name);
+  if (!experiment) throw NotFoundError("no experiment named '" + name + "' in " + storage_path);
+  std::vector<Result> results;
+  for (const TrialRecord& trial : store->trials(experiment->id)) {
+    Result r;
+    r.trial_index = trial.trial_index;
+    r.trial_name = internal::trial_name(trial.trial_index);
+    r.status = trial.status;
+    r.config = trial.config;
+    r.metrics = trial.last_result;
+    r.checkpoint = best_checkpoint(*store, trial.id, experiment->mode.empty() ? "min" : experiment->mode);
+    r.error = trial.error;
+    results.push_back(std::move(r));
+  }
+  return ResultGrid(name, experiment->metric, experiment->mode, std::move(results), storage_path);
+}
+
+Tuner::Tuner(TrainableFunction trainable, SweepSpec spec, RunConfig run)
+    : trainable_(std::move(trainable)), spec_(std::move(spec)), run_(std::move(run)) {}
+
+Tuner::Tuner(SweepSpec spec, RunConfig run) : spec_(std::move(spec)), run_(std::move(run)) {}
+
+Tuner::~Tuner() = default;
+
+ResultGrid Tuner::fit() {
+  std::string name = internal::run_experiment(spec_, run_, trainable_, resume_);
+  return load_results(run_.storage_path, name);
+}
+
+Tuner Tuner::restore(const std::string& name, RunConfig run, TrainableFunction trainable) {
+  if (!Store::exists(run.storage_path)) throw NotFoundError("no tune store at " + run.storage_path);
+  auto store = Store::open(run.storage_path, /*read_only=*/true);
+  auto experiment = store->find_experiment(name);
+  if (!experiment) throw NotFoundError("no experiment named '" + name + "' in " + run.storage_path);
+  Tuner tuner;
+  tuner.spec_ = SweepSpec::from_json(experiment->spec);
+  tuner.spec_.name = name;
+  tuner.run_ = std::move(run);
+  tuner.trainable_ = std::move(trainable);
+  tuner.resume_ = true;
+  return tuner;
+}
+
+}  // namespace tune

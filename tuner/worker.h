@@ -1,0 +1,17 @@
+// Internal: the MPI worker-group side of the process model.
+//
+// The driver starts `mpirun -np N <this executable>` with TUNE_DRIVER_SOCKET
+// and TUNE_GROUP_ID in the environment. tune::init() (tuner/tuner.h) sees them
+// and calls run_worker(), which never returns: rank 0 connects to the driver,
+// every rank runs trials as they come (all ranks receive each command by MPI
+// broadcast), and the process exits when the driver says shutdown or goes away.
+#pragma once
+
+namespace tune::internal {
+
+inline constexpr const char* kSocketEnv = "TUNE_DRIVER_SOCKET";
+inline constexpr const char* kGroupEnv = "TUNE_GROUP_ID";
+
+[[noreturn]] void run_worker();
+
+}  // namespace tune::internal
