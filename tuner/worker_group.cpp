@@ -257,9 +257,9 @@ std::optional<int64_t> WorkerGroupPool::on_exited(int id, int status, std::strin
   return std::nullopt;
 }
 
-void WorkerGroupPool::release(int64_t trial_index) {
+void WorkerGroupPool::release(int id) {
   for (auto& group : groups_) {
-    if (group->state == Group::State::kBusy && group->trial && group->trial->trial_index == trial_index) {
+    if (group->state == Group::State::kBusy && group->id == id) {
       group->state = Group::State::kIdle;
       group->trial.reset();
       return;

@@ -43,7 +43,7 @@ class WorkerGroupPool {
   void on_connected(int group, int fd);
   std::optional<int64_t> on_exited(int group, int status, std::string* log_tail);
   // The trial on `group` finished; the group becomes idle (reused).
-  void release(int64_t trial_index);
+  void release(int group);
   // The trial (index, attempt) running on `group`, if any.
   std::optional<std::pair<int64_t, int>> trial_on(int group) const;
   // Notices groups that died before connecting (pushes kGroupExited).
