@@ -7,8 +7,7 @@
 namespace tune::storage_internal {
 
 double now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 std::string dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
@@ -80,8 +79,7 @@ void flatten_into(const Json& j, const std::string& prefix,
 }
 }  // namespace
 
-void flatten(const Json& config,
-             const std::function<void(const std::string&, const Json&)>& emit) {
+void flatten(const Json& config, const std::function<void(const std::string&, const Json&)>& emit) {
   if (config.is_object()) flatten_into(config, "", emit);
 }
 

@@ -6,10 +6,10 @@
 
 #include <SQLiteCpp/SQLiteCpp.h>
 
-#include <chrono>
 #include <string>
 #include <vector>
 
+#include "storage/internal/rows.h"
 #include "storage/store.h"
 #include "tuner/error.h"
 
@@ -127,16 +127,9 @@ void set_meta(SQLite::Database& db, const char* key, const std::string& value) {
   s.exec();
 }
 
-double now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 }  // namespace
 
-int user_version(SQLite::Database& db) {
-  return db.execAndGet("PRAGMA user_version").getInt();
-}
+int user_version(SQLite::Database& db) { return db.execAndGet("PRAGMA user_version").getInt(); }
 
 std::string newer_schema_message(const std::string& dir, int version) {
   return "store " + dir + " was written by a newer tune (schema v" + std::to_string(version) +

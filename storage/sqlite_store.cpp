@@ -2,6 +2,8 @@
 // docs/SCHEMA.md). Statements are prepared once and cached; every statement
 // is reset as soon as it has been used, because a SELECT left mid-step keeps a
 // read snapshot (and in WAL, blocks checkpoints) open.
+#include "storage/internal/sqlite_store.h"
+
 #include <SQLiteCpp/SQLiteCpp.h>
 #include <sqlite3.h>
 
@@ -12,7 +14,6 @@
 
 #include "storage/internal/rows.h"
 #include "storage/internal/schema.h"
-#include "storage/internal/sqlite_store.h"
 #include "storage/store.h"
 #include "tuner/error.h"
 
@@ -196,32 +197,6 @@ class SqliteStore final : public Store {
     });
   }
 
-  int64_t insert_trial(int64_t experiment_id, int64_t trial_index, const Json& config) {
-      int64_t trial_id;
-      {
-        Use s(stmt(kInsertTrial));
-        s->bind(1, experiment_id);
-        s->bind(2, trial_index);
-        s->bind(3, dump(config));
-        s->bind(4, now());
-        s->exec();
-        trial_id = db_.getLastInsertRowid();
-      }
-      if (config.is_object()) {
-        SQLite::Statement& insert = stmt(kInsertParam);
-        flatten(config, [&](const std::string& name, const Json& value) {
-          Use s(insert);
-          s->bind(1, trial_id);
-          s->bind(2, name);
-          s->bind(3, dump(value));
-          if (value.is_number()) s->bind(4, value.get<double>());
-          if (value.is_string()) s->bind(5, value.get_ref<const std::string&>());
-          s->exec();
-        });
-      }
-      return trial_id;
-  }
-
   void set_trial_status(int64_t trial_id, const std::string& status, double time,
                         const std::string& error) override {
     guard("set_trial_status", [&] {
@@ -355,6 +330,30 @@ class SqliteStore final : public Store {
   }
 
  private:
+  int64_t insert_trial(int64_t experiment_id, int64_t trial_index, const Json& config) {
+    int64_t trial_id;
+    {
+      Use s(stmt(kInsertTrial));
+      s->bind(1, experiment_id);
+      s->bind(2, trial_index);
+      s->bind(3, dump(config));
+      s->bind(4, now());
+      s->exec();
+      trial_id = db_.getLastInsertRowid();
+    }
+    SQLite::Statement& insert = stmt(kInsertParam);
+    flatten(config, [&](const std::string& name, const Json& value) {
+      Use s(insert);
+      s->bind(1, trial_id);
+      s->bind(2, name);
+      s->bind(3, dump(value));
+      if (value.is_number()) s->bind(4, value.get<double>());
+      if (value.is_string()) s->bind(5, value.get_ref<const std::string&>());
+      s->exec();
+    });
+    return trial_id;
+  }
+
   template <class F>
   auto guard(const char* what, F&& f) -> decltype(f()) {
     try {

@@ -23,8 +23,7 @@ bool Store::exists(const std::string& dir) {
   return fs::is_regular_file(database_path(dir), ec);
 }
 
-std::unique_ptr<Store> Store::open(const std::string& dir, bool read_only,
-                                   Durability durability) {
+std::unique_ptr<Store> Store::open(const std::string& dir, bool read_only, Durability durability) {
   const std::string path = database_path(dir);
   if (read_only) {
     if (!exists(dir)) throw Error("no tune store at " + dir + " (tune.db not found)");

@@ -79,6 +79,17 @@ class Driver {
   Driver(SweepSpec spec, RunConfig run, TrainableFunction function, bool resume)
       : spec_(std::move(spec)), run_(std::move(run)), function_(std::move(function)), resume_(resume) {}
 
+  // On an exception out of the loop, trials still waiting in report() are
+  // told to stop so their threads can be joined.
+  ~Driver() {
+    if (!threads_) return;
+    while (threads_->active() > 0) {
+      for (Event& event : events_.pop_all(std::chrono::milliseconds(10))) {
+        if (event.reply) event.reply("stop");
+      }
+    }
+  }
+
   std::string run() {
     open();
     loop();
@@ -315,7 +326,7 @@ void Driver::handle(Event& event,
       if (event.group >= 0) groups_->release(event.group);
       if (!trial) return;
       if (event.kind == Event::Kind::kDone) {
-        on_done(*trial, event.payload.value("stopped", false));
+        on_done(*trial, event.payload.is_object() && event.payload.value("stopped", false));
       } else {
         on_failure(*trial, event.message);
       }

@@ -69,6 +69,7 @@ void InProcessExecutor::start(TrialStart start, TrainableFunction function, int 
   {
     std::lock_guard<std::mutex> lock(mutex_);
     jobs_.push_back(Job{std::move(start), std::move(function), attempt});
+    ++active_;
   }
   wake_.notify_one();
 }
@@ -91,6 +92,7 @@ void InProcessExecutor::run(Job job) {
     outcome.message = "unknown exception";
   }
   events_.push(std::move(outcome));
+  --active_;
 }
 
 }  // namespace tune::internal

@@ -3,6 +3,7 @@
 // replies.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -23,6 +24,8 @@ class InProcessExecutor {
 
   // Queues the trial; a free thread runs it. Events carry `attempt`.
   void start(TrialStart start, TrainableFunction function, int attempt);
+  // Trials queued or running (their outcome event not yet pushed).
+  int active() const { return active_.load(); }
 
  private:
   struct Job {
@@ -37,6 +40,7 @@ class InProcessExecutor {
   std::condition_variable wake_;
   std::deque<Job> jobs_;
   bool closing_ = false;
+  std::atomic<int> active_{0};
   std::vector<std::thread> threads_;
 };
 

@@ -88,7 +88,7 @@ class Parser {
                             (root.IsNull() ? std::string("an empty document") : yaml_kind(root)));
     SweepSpec spec;
     YAML::Node metric, mode, points;
-    bool has_trainable = false, has_space = false;
+    bool has_trainable = false, has_space = false, has_points = false;
     for (const auto& [key, value] : entries(root, "", &kTopKeys)) {
       if (key == "trainable") {
         spec.trainable = string(value, key);
@@ -122,6 +122,7 @@ class Parser {
         parse_stop(value, spec.stop);
       } else if (key == "points_to_evaluate") {
         points = value;
+        has_points = true;
       } else if (key == "checkpoint") {
         parse_checkpoint(value, spec.checkpoint);
       } else if (key == "failure") {
@@ -135,7 +136,7 @@ class Parser {
     if (!spec.metric.empty() && spec.mode.empty())
       fail(metric, "metric '" + spec.metric + "' needs a mode (min or max)");
     if (spec.metric.empty() && !spec.mode.empty()) fail(mode, "mode '" + spec.mode + "' needs a metric");
-    if (points) parse_points(points, spec);
+    if (has_points) parse_points(points, spec);
     try {
       spec.validate();  // backstop for rules that have no single line
     } catch (const ConfigError& e) {
@@ -151,7 +152,12 @@ class Parser {
   const std::vector<std::string> kFailureKeys = {"max_failures"};
 
   [[noreturn]] void fail(const YAML::Node& at, const std::string& message) const {
-    throw ConfigError(file_, yaml_line(at), message);
+    int line = yaml_line(at);
+    // yaml-cpp marks an empty value (`key:`) at the token after it, often the
+    // next line; report the line of its key instead.
+    for (const auto& [node, key_line] : null_values_)
+      if (node.is(at)) line = key_line;
+    throw ConfigError(file_, line, message);
   }
 
   // The pairs of a mapping section, rejecting duplicates and (when `valid` is
@@ -168,6 +174,7 @@ class Parser {
       if (!seen.insert(key).second) fail(kv.first, "duplicate key '" + key + "'");
       if (valid && std::find(valid->begin(), valid->end(), key) == valid->end())
         fail(kv.first, unknown_key(key, section, *valid));
+      if (kv.second.IsNull()) null_values_.emplace_back(kv.second, yaml_line(kv.first));
       out.emplace_back(key, kv.second);
     }
     return out;
@@ -293,6 +300,7 @@ class Parser {
   }
 
   std::string file_;
+  mutable std::vector<std::pair<YAML::Node, int>> null_values_;
 };
 
 }  // namespace

@@ -48,7 +48,6 @@ TrialRecord read_trial(SQLite::Statement& s);
 
 // Calls emit(dotted_name, leaf) for each leaf of an object config. Empty
 // objects and arrays are leaves, so nothing in the config is invisible to SQL.
-void flatten(const Json& config,
-             const std::function<void(const std::string&, const Json&)>& emit);
+void flatten(const Json& config, const std::function<void(const std::string&, const Json&)>& emit);
 
 }  // namespace tune::storage_internal

@@ -1,2 +1,288 @@
+#include "tuner/sweep_spec.h"
+
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
-TEST(SweepPlaceholder, Builds) {}
+
+#include "test_util.h"
+#include "tuner/error.h"
+
+namespace tune {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+const char* kFullExample = R"(name: branin-random
+trainable: branin                 # a registered trainable
+metric: loss
+mode: min
+num_samples: 50
+max_concurrent_trials: 2
+resources: {workers: 1, cpus_per_worker: 1, use_mpi: true}
+search: {algorithm: random, seed: 7}
+scheduler: {type: fifo, grace_period: 3}
+stop: {training_iteration: 10, loss: 0.01, time_budget_s: 60}
+param_space:
+  x0: {uniform: [-5, 10]}
+  x1: {uniform: [0, 15]}
+  opt: {grid_search: [sgd, adam]}
+  block: {depth: {randint: [1, 4]}}
+  epochs: 3
+points_to_evaluate: [{x0: 3.14, x1: 2.27}]
+checkpoint: {num_to_keep: 2, score_attribute: loss, score_order: min}
+failure: {max_failures: 1}
+)";
+
+const char* kMinimal = "trainable: t\nparam_space: {x: {uniform: [0, 1]}}\n";
+
+// what() of the ConfigError that parse_sweep throws, or "no error".
+std::string error_of(const std::string& yaml) {
+  try {
+    parse_sweep(yaml, "sweep.yaml");
+  } catch (const ConfigError& e) {
+    std::string what = e.what();
+    EXPECT_EQ(what.find('\n'), std::string::npos) << "not one line: " << what;
+    return what;
+  }
+  return "no error";
+}
+
+std::string with(const std::string& extra) { return std::string(kMinimal) + extra; }
+
+TEST(SweepSpecParse, ReadsEveryFieldOfTheFullExample) {
+  SweepSpec spec = parse_sweep(kFullExample, "sweep.yaml");
+  EXPECT_EQ(spec.name, "branin-random");
+  EXPECT_EQ(spec.trainable, "branin");
+  EXPECT_EQ(spec.metric, "loss");
+  EXPECT_EQ(spec.mode, "min");
+  EXPECT_EQ(spec.num_samples, 50);
+  EXPECT_EQ(spec.max_concurrent_trials, 2);
+  EXPECT_EQ(spec.resources.workers, 1);
+  EXPECT_EQ(spec.resources.cpus_per_worker, 1);
+  EXPECT_TRUE(spec.resources.use_mpi);
+  EXPECT_EQ(spec.search.algorithm, "random");
+  EXPECT_EQ(spec.search.seed, std::optional<uint64_t>(7));
+  EXPECT_EQ(spec.scheduler.type, "fifo");
+  EXPECT_EQ(spec.scheduler.params, Json::parse(R"({"grace_period": 3})"));
+  EXPECT_EQ(spec.stop.training_iteration, std::optional<int64_t>(10));
+  EXPECT_EQ(spec.stop.time_budget_s, std::optional<double>(60));
+  EXPECT_EQ(spec.stop.metric_thresholds, (std::map<std::string, double>{{"loss", 0.01}}));
+  ASSERT_EQ(spec.param_space.parameters().size(), 4u);
+  EXPECT_EQ(spec.param_space.parameters()[3].path, "block.depth");
+  EXPECT_EQ(spec.param_space.grid_size(), 2);
+  ASSERT_EQ(spec.param_space.constants().size(), 1u);
+  EXPECT_EQ(spec.points_to_evaluate, (std::vector<Json>{Json{{"x0", 3.14}, {"x1", 2.27}}}));
+  EXPECT_EQ(spec.checkpoint.num_to_keep, 2);
+  EXPECT_EQ(spec.checkpoint.score_attribute, "loss");
+  EXPECT_EQ(spec.checkpoint.score_order, "min");
+  EXPECT_EQ(spec.failure.max_failures, 1);
+}
+
+TEST(SweepSpecParse, FillsTheDocumentedDefaults) {
+  SweepSpec spec = parse_sweep(kMinimal, "sweep.yaml");
+  EXPECT_EQ(spec.name, "");
+  EXPECT_EQ(spec.metric, "");
+  EXPECT_EQ(spec.num_samples, 1);
+  EXPECT_EQ(spec.max_concurrent_trials, 0);
+  EXPECT_EQ(spec.resources.workers, 1);
+  EXPECT_EQ(spec.resources.cpus_per_worker, 1);
+  EXPECT_FALSE(spec.resources.use_mpi);
+  EXPECT_EQ(spec.search.algorithm, "random");
+  EXPECT_FALSE(spec.search.seed.has_value());
+  EXPECT_EQ(spec.scheduler.type, "fifo");
+  EXPECT_FALSE(spec.stop.training_iteration.has_value());
+  EXPECT_FALSE(spec.stop.time_budget_s.has_value());
+  EXPECT_TRUE(spec.points_to_evaluate.empty());
+  EXPECT_EQ(spec.checkpoint.num_to_keep, 0);
+  EXPECT_EQ(spec.failure.max_failures, 0);
+  EXPECT_NO_THROW(SweepSpec().validate());
+}
+
+TEST(SweepSpecParse, AcceptsAnEmptyParamSpaceAndKeysWithNoValue) {
+  SweepSpec spec = parse_sweep("trainable: t\nparam_space: {}\nstop:\nmetric:\n", "sweep.yaml");
+  EXPECT_TRUE(spec.param_space.parameters().empty());
+  EXPECT_EQ(spec.metric, "");
+}
+
+TEST(SweepSpecLoad, ReadsAFileAndNamesItInErrors) {
+  testing::TempDir dir;
+  std::string good = dir.write("good.yaml", kFullExample);
+  EXPECT_EQ(load_sweep_file(good).trainable, "branin");
+  std::string bad = dir.write("bad.yaml", "trainable: t\nparam_space: {}\nnum_sample: 3\n");
+  try {
+    load_sweep_file(bad);
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()), bad + ":3: unknown key 'num_sample' (did you mean 'num_samples'?)");
+  }
+}
+
+TEST(SweepSpecLoad, ReportsAMissingFileWithoutALine) {
+  try {
+    load_sweep_file("/nonexistent/sweep.yaml");
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()), "/nonexistent/sweep.yaml: cannot read file: No such file or directory");
+  }
+}
+
+TEST(SweepSpecErrors, InvalidYamlNamesTheLineOfTheSyntaxError) {
+  EXPECT_THAT(error_of("trainable: t\nparam_space: {x: 1}\nstop: [1, 2\n"), StartsWith("sweep.yaml:4: "));
+  EXPECT_THAT(error_of("trainable: t\n  bad: indent: here\n"), StartsWith("sweep.yaml:2: "));
+}
+
+TEST(SweepSpecErrors, TopLevelMustBeAMapping) {
+  EXPECT_THAT(error_of("- a\n- b\n"), StartsWith("sweep.yaml:1: a sweep file must be a mapping"));
+  EXPECT_THAT(error_of(""), StartsWith("sweep.yaml:1: a sweep file must be a mapping"));
+}
+
+TEST(SweepSpecErrors, RequiredKeysAreReported) {
+  EXPECT_EQ(error_of("param_space: {}\n"), "sweep.yaml:1: missing required key 'trainable'");
+  EXPECT_EQ(error_of("trainable: t\n"), "sweep.yaml:1: missing required key 'param_space'");
+  EXPECT_THAT(error_of("trainable: t\nparam_space: [1]\n"), StartsWith("sweep.yaml:2: param_space must be a mapping"));
+  EXPECT_EQ(error_of("trainable:\nparam_space: {}\n"), "sweep.yaml:1: trainable must be a non-empty string");
+}
+
+TEST(SweepSpecErrors, UnknownKeysSuggestTheClosestValidKey) {
+  EXPECT_EQ(error_of("name: n\ntrainable: t\nparam_space: {}\nnum_sample: 5\n"),
+            "sweep.yaml:4: unknown key 'num_sample' (did you mean 'num_samples'?)");
+  EXPECT_EQ(error_of(with("resources:\n  worker: 2\n")),
+            "sweep.yaml:4: unknown key 'worker' in resources (did you mean 'workers'?)");
+  EXPECT_EQ(error_of(with("checkpoint: {num_to_kep: 1}\n")),
+            "sweep.yaml:3: unknown key 'num_to_kep' in checkpoint (did you mean 'num_to_keep'?)");
+  EXPECT_THAT(error_of(with("zzzzzzzz: 1\n")),
+              StartsWith("sweep.yaml:3: unknown key 'zzzzzzzz' (valid keys: name, trainable, metric,"));
+  EXPECT_THAT(error_of(with("search: {algo: grid}\n")), StartsWith("sweep.yaml:3: unknown key 'algo' in search"));
+}
+
+TEST(SweepSpecErrors, WrongTypesShowTheOffendingValue) {
+  EXPECT_EQ(error_of("trainable: t\nparam_space: {}\nmetric: loss\nmode: min\nnum_samples: abc\n"),
+            "sweep.yaml:5: num_samples must be a positive integer, got 'abc'");
+  EXPECT_EQ(error_of(with("num_samples: '5'\n")), "sweep.yaml:3: num_samples must be a positive integer, got '5'");
+  EXPECT_EQ(error_of(with("num_samples: 2.5\n")), "sweep.yaml:3: num_samples must be a positive integer, got '2.5'");
+  EXPECT_EQ(error_of(with("resources: {use_mpi: maybe}\n")),
+            "sweep.yaml:3: resources.use_mpi must be true or false, got 'maybe'");
+  EXPECT_EQ(error_of(with("resources: [1]\n")), "sweep.yaml:3: resources must be a mapping, got a list");
+  EXPECT_EQ(error_of(with("stop: {loss: low}\n")), "sweep.yaml:3: stop.loss must be a number, got 'low'");
+  EXPECT_EQ(error_of(with("stop: {time_budget_s: 0}\n")), "sweep.yaml:3: stop.time_budget_s must be a positive number, got '0'");
+  EXPECT_EQ(error_of(with("search: {seed: -1}\n")), "sweep.yaml:3: search.seed must be a non-negative integer, got '-1'");
+  EXPECT_EQ(error_of(with("metric: [a]\nmode: min\n")), "sweep.yaml:3: metric must be a string, got a list");
+}
+
+TEST(SweepSpecErrors, OutOfRangeNumbersAreRejected) {
+  EXPECT_EQ(error_of(with("num_samples: 0\n")), "sweep.yaml:3: num_samples must be a positive integer, got '0'");
+  EXPECT_EQ(error_of(with("max_concurrent_trials: -1\n")),
+            "sweep.yaml:3: max_concurrent_trials must be a non-negative integer, got '-1'");
+  EXPECT_EQ(error_of(with("resources: {workers: 0}\n")),
+            "sweep.yaml:3: resources.workers must be a positive integer, got '0'");
+  EXPECT_EQ(error_of(with("resources: {cpus_per_worker: 0}\n")),
+            "sweep.yaml:3: resources.cpus_per_worker must be a positive integer, got '0'");
+  EXPECT_EQ(error_of(with("failure: {max_failures: -2}\n")),
+            "sweep.yaml:3: failure.max_failures must be an integer >= -1, got '-2'");
+  EXPECT_EQ(error_of(with("failure: {max_failures: -1}\n")), "no error");
+  EXPECT_EQ(error_of(with("checkpoint: {num_to_keep: -1}\n")),
+            "sweep.yaml:3: checkpoint.num_to_keep must be a non-negative integer, got '-1'");
+  EXPECT_EQ(error_of(with("stop: {training_iteration: 0}\n")),
+            "sweep.yaml:3: stop.training_iteration must be a positive integer, got '0'");
+}
+
+TEST(SweepSpecErrors, ModeAndMetricMustComeTogether) {
+  EXPECT_EQ(error_of(with("metric: loss\nmode: minimize\n")), "sweep.yaml:4: mode must be 'min' or 'max', got 'minimize'");
+  EXPECT_EQ(error_of(with("metric: loss\n")), "sweep.yaml:3: metric 'loss' needs a mode (min or max)");
+  EXPECT_EQ(error_of(with("\nmode: max\n")), "sweep.yaml:4: mode 'max' needs a metric");
+  EXPECT_EQ(error_of(with("checkpoint: {score_order: up}\n")),
+            "sweep.yaml:3: checkpoint.score_order must be 'min' or 'max', got 'up'");
+}
+
+TEST(SweepSpecErrors, UnknownSearchAlgorithmsAndSchedulersAreNamed) {
+  EXPECT_EQ(error_of(with("search:\n  algorithm: bayes\n")),
+            "sweep.yaml:4: unknown search algorithm 'bayes' (expected random or grid; bayes and tpe are not implemented yet)");
+  EXPECT_EQ(error_of(with("scheduler: {type: asha}\n")),
+            "sweep.yaml:3: unknown scheduler 'asha' (expected fifo; asha, hyperband, median, pbt come later)");
+}
+
+TEST(SweepSpecErrors, DomainErrorsCarryTheParameterLine) {
+  const std::string head = "trainable: t\nparam_space:\n  a: {uniform: [0, 1]}\n";
+  EXPECT_EQ(error_of(head + "  lr: {loguniform: [0, 1]}\n"),
+            "sweep.yaml:4: parameter 'lr': loguniform: bounds must be positive, got [0, 1]");
+  EXPECT_EQ(error_of(head + "  b: {uniform: [5, 1]}\n"),
+            "sweep.yaml:4: parameter 'b': uniform: lower bound 5 must be less than upper bound 1");
+  EXPECT_EQ(error_of(head + "  c: {randint: [2, 2]}\n"),
+            "sweep.yaml:4: parameter 'c': randint: lower bound 2 must be less than upper bound 2");
+  EXPECT_EQ(error_of(head + "  opt: {grid_search: []}\n"),
+            "sweep.yaml:4: parameter 'opt': grid_search: needs at least one value");
+  EXPECT_EQ(error_of(head + "  lr: {loguniorm: [1.0e-5, 0.1]}\n"),
+            "sweep.yaml:4: unknown domain 'loguniorm' for parameter 'lr' (did you mean 'loguniform'?)");
+  EXPECT_EQ(error_of(head + "  a: {uniform: [0, 2]}\n"), "sweep.yaml:4: duplicate key 'a'");
+}
+
+TEST(SweepSpecErrors, PointsToEvaluateMustBeMappingsOfKnownParameters) {
+  const std::string head = "trainable: t\nparam_space: {x0: {uniform: [0, 1]}, x1: {uniform: [0, 1]}, b: {d: 1}}\n";
+  EXPECT_EQ(error_of(head + "points_to_evaluate: {x0: 1}\n"),
+            "sweep.yaml:3: points_to_evaluate must be a list of mappings (parameter: value), got a mapping");
+  EXPECT_EQ(error_of(head + "points_to_evaluate:\n  - {x0: 1}\n  - 5\n"),
+            "sweep.yaml:5: points_to_evaluate must be a list of mappings (parameter: value), got '5'");
+  EXPECT_EQ(error_of(head + "points_to_evaluate:\n  - {x0: 1}\n  - {x2: 1}\n"),
+            "sweep.yaml:5: points_to_evaluate: unknown parameter 'x2' (did you mean 'x0'?)");
+  EXPECT_EQ(error_of(head + "points_to_evaluate: [{b: {e: 1}}]\n"),
+            "sweep.yaml:3: points_to_evaluate: unknown parameter 'b.e' (did you mean 'b.d'?)");
+  EXPECT_EQ(error_of(head + "points_to_evaluate: [{b: {d: 2}, x1: 0.5}]\n"), "no error");
+}
+
+TEST(SweepSpecErrors, DuplicateTopLevelKeysAreRejected) {
+  EXPECT_EQ(error_of(with("num_samples: 2\nnum_samples: 3\n")), "sweep.yaml:4: duplicate key 'num_samples'");
+}
+
+TEST(SweepSpecJson, RoundTripsEverything) {
+  SweepSpec spec = parse_sweep(kFullExample, "sweep.yaml");
+  Json json = spec.to_json();
+  SweepSpec back = SweepSpec::from_json(Json::parse(json.dump()));
+  EXPECT_EQ(back.to_json(), json);
+  EXPECT_EQ(back.search.seed, std::optional<uint64_t>(7));
+  EXPECT_EQ(back.stop.metric_thresholds, spec.stop.metric_thresholds);
+  EXPECT_EQ(back.points_to_evaluate, spec.points_to_evaluate);
+  std::mt19937_64 r1(1), r2(1);
+  EXPECT_EQ(back.param_space.resolve(1, r1), spec.param_space.resolve(1, r2));
+
+  SweepSpec defaults = SweepSpec::from_json(SweepSpec().to_json());
+  EXPECT_EQ(defaults.to_json(), SweepSpec().to_json());
+  EXPECT_FALSE(defaults.stop.training_iteration.has_value());
+  EXPECT_EQ(SweepSpec::from_json(Json::object()).to_json(), SweepSpec().to_json());
+}
+
+TEST(SweepSpecValidate, RepeatsTheSemanticChecksForSpecsBuiltInCpp) {
+  auto error_of_spec = [](const std::function<void(SweepSpec&)>& edit) -> std::string {
+    SweepSpec spec;
+    spec.param_space.add("x", uniform(0, 1));
+    edit(spec);
+    try {
+      spec.validate();
+    } catch (const ConfigError& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  EXPECT_EQ(error_of_spec([](SweepSpec&) {}), "no error");
+  EXPECT_EQ(error_of_spec([](SweepSpec& s) { s.metric = "loss"; }), "metric 'loss' needs a mode (min or max)");
+  EXPECT_EQ(error_of_spec([](SweepSpec& s) { s.mode = "min"; }), "mode 'min' needs a metric");
+  EXPECT_EQ(error_of_spec([](SweepSpec& s) { s.metric = "a", s.mode = "up"; }), "mode must be 'min' or 'max', got 'up'");
+  EXPECT_EQ(error_of_spec([](SweepSpec& s) { s.num_samples = 0; }), "num_samples must be a positive integer, got 0");
+  EXPECT_THAT(error_of_spec([](SweepSpec& s) { s.resources.workers = 0; }), HasSubstr("resources.workers"));
+  EXPECT_THAT(error_of_spec([](SweepSpec& s) { s.failure.max_failures = -2; }), HasSubstr("max_failures"));
+  EXPECT_THAT(error_of_spec([](SweepSpec& s) { s.scheduler.type = "pbt"; }), HasSubstr("unknown scheduler 'pbt'"));
+  EXPECT_THAT(error_of_spec([](SweepSpec& s) { s.search.algorithm = "tpe"; }), HasSubstr("unknown search algorithm 'tpe'"));
+  EXPECT_EQ(error_of_spec([](SweepSpec& s) { s.points_to_evaluate = {Json{{"y", 1}}}; }),
+            "points_to_evaluate: unknown parameter 'y' (did you mean 'x'?)");
+}
+
+TEST(SweepSpecClosestMatch, SuggestsOnlyCloseCandidates) {
+  std::vector<std::string> keys = {"num_samples", "metric", "mode", "trainable"};
+  EXPECT_EQ(closest_match("num_sample", keys), "num_samples");
+  EXPECT_EQ(closest_match("trianable", keys), "trainable");
+  EXPECT_EQ(closest_match("mdoe", keys), "mode");
+  EXPECT_EQ(closest_match("checkpointing", keys), "");
+  EXPECT_EQ(closest_match("zz", keys), "");
+}
+
+}  // namespace
+}  // namespace tune

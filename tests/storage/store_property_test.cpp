@@ -34,8 +34,9 @@ rc::Gen<Json> gen_leaf() {
 rc::Gen<Json> gen_object(int depth) {
   rc::Gen<Json> value =
       depth == 0 ? gen_leaf() : rc::gen::oneOf(gen_leaf(), gen_leaf(), gen_object(depth - 1));
+  // Scaled down: at full size, three levels of 100 keys would be 10^6 leaves.
   return rc::gen::map(
-      rc::gen::container<std::map<std::string, Json>>(gen_text(), value),
+      rc::gen::scale(0.08, rc::gen::container<std::map<std::string, Json>>(gen_text(), value)),
       [](const std::map<std::string, Json>& m) { return Json(m); });
 }
 
