@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <iomanip>
 #include <random>
 #include <stdexcept>
 #include <thread>
@@ -84,7 +85,7 @@ void synthetic_trainable(Session& session) {
     const double loss = x * x / static_cast<double>(i);
     if (checkpoint) {
       std::string dir = session.make_checkpoint_dir();
-      if (session.rank() == 0) std::ofstream(dir + "/state.txt") << state;
+      if (session.rank() == 0) std::ofstream(dir + "/state.txt") << std::setprecision(17) << state;
       session.report({{"loss", loss}, {"state", state}}, dir);
     } else {
       session.report({{"loss", loss}, {"state", state}});

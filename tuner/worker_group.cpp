@@ -230,7 +230,7 @@ void WorkerGroupPool::on_connected(int id, int fd) {
     Event exited;
     exited.kind = Event::Kind::kGroupExited;
     exited.group = group_id;
-    exited.status = reap(pid, std::chrono::milliseconds(5000));
+    exited.status = reap(pid, std::chrono::milliseconds(1000));
     events_.push(std::move(exited));
     (void)group;
   });

@@ -13,6 +13,8 @@
 //                                                         N concurrent trials reporting R times
 //                                                         as fast as they can; rows counted in SQL
 //   overhead_bench memory  [--trials N] [--slots S]       peak RSS of the driver after N trials
+//   overhead_bench store   [--reports N]                  the store alone: one result per
+//                                                         transaction, 64 per transaction, empty ones
 //
 // Options: --seed N, --keep (leave the temp store), --tmp DIR (parent of the store).
 // Must stay the program's first action: tune::init turns a re-executed copy
@@ -56,7 +58,7 @@ struct Options {
 
 [[noreturn]] void usage(const std::string& message) {
   std::cerr << "overhead_bench: " << message
-            << "\nusage: overhead_bench trials|mpi|ideal|results|memory [--trials N] [--slots S]"
+            << "\nusage: overhead_bench trials|mpi|ideal|results|memory|store [--trials N] [--slots S]"
                " [--reports R] [--sleep-ms M] [--seed N] [--tmp DIR] [--keep]\n";
   std::exit(2);
 }
@@ -365,6 +367,58 @@ tune::Json bench_memory(const Options& o) {
   return out;
 }
 
+// 5. The store alone (no driver, no threads): what one durable result costs
+// in a transaction of its own (as when trials report one at a time) and in a
+// batch of `batch` (as when many trials report at once), plus an empty
+// transaction (what the driver's loop commits when it has nothing to launch).
+tune::Json bench_store(const Options& o) {
+  const long n = o.reports > 0 ? o.reports : 20000;
+  const long batch = 64;
+  TempStore dir(o, "store");
+  auto store = tune::Store::open(dir.path());
+  tune::ExperimentRecord experiment;
+  experiment.name = unique_name("store");
+  experiment.status = "RUNNING";
+  experiment.metric = "loss";
+  experiment.mode = "min";
+  const int64_t id = store->create_experiment(experiment);
+  const int64_t trial = store->add_trial(id, 0, {{"x", 1.5}, {"y", 1e-3}, {"z", 3}});
+  auto metrics = [](long i) {
+    return tune::Json{{"loss", 1.0 / static_cast<double>(i)}, {"training_iteration", i},
+                      {"time_this_iter_s", 0.0001}, {"time_total_s", 0.0001 * static_cast<double>(i)},
+                      {"timestamp", 1.7e9 + static_cast<double>(i)}};
+  };
+  long iteration = 0;
+  auto t0 = Clock::now();
+  for (long i = 0; i < n; ++i) {
+    tune::Transaction txn(*store);
+    ++iteration;
+    store->add_result(trial, iteration, 1, metrics(iteration), 1.7e9);
+    txn.commit();
+  }
+  const double single_us = seconds_since(t0) * 1e6 / static_cast<double>(n);
+  t0 = Clock::now();
+  for (long i = 0; i < n; i += batch) {
+    tune::Transaction txn(*store);
+    for (long j = 0; j < batch; ++j) {
+      ++iteration;
+      store->add_result(trial, iteration, 1, metrics(iteration), 1.7e9);
+    }
+    txn.commit();
+  }
+  const double batched_us = seconds_since(t0) * 1e6 / static_cast<double>((n + batch - 1) / batch * batch);
+  t0 = Clock::now();
+  for (long i = 0; i < n; ++i) {
+    tune::Transaction txn(*store);
+    txn.commit();
+  }
+  const double empty_us = seconds_since(t0) * 1e6 / static_cast<double>(n);
+  tune::Json out = common(o, "store_commit");
+  out.update({{"results", n}, {"batch", batch}, {"result_own_txn_us", single_us},
+              {"result_in_batch_us", batched_us}, {"empty_txn_us", empty_us}});
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -378,6 +432,7 @@ int main(int argc, char** argv) {
     else if (o.mode == "ideal") out = bench_ideal(o);
     else if (o.mode == "results") out = bench_results(o);
     else if (o.mode == "memory") out = bench_memory(o);
+    else if (o.mode == "store") out = bench_store(o);
     else usage("unknown mode '" + o.mode + "'");
   } catch (const std::exception& e) {
     std::cerr << "overhead_bench " << o.mode << ": " << e.what() << "\n";

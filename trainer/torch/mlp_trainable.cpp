@@ -103,7 +103,9 @@ void mlp_trainable(Session& session) {
       torch::save(model, dir + "/model.pt");
       torch::save(optimizer, dir + "/optimizer.pt");
     }
-    session.report({{"loss", totals[0] / totals[2]}, {"accuracy", totals[1] / totals[2]}, {"epoch", epoch + 1}}, dir);
+    session.report({{"loss", totals[0] / totals[2]}, {"accuracy", totals[1] / totals[2]}, {"epoch", epoch + 1},
+                    {"world_size", size}},
+                   dir);
   }
 }
 

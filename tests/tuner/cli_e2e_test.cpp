@@ -1,0 +1,335 @@
+// End-to-end: the `tune` binary run as a user would, then queried.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <thread>
+
+#include "test_util.h"
+
+namespace tune {
+namespace {
+
+using Json = nlohmann::json;
+using testing::run_command;
+using testing::run_tune;
+using testing::TempDir;
+
+const char* kBranin = R"(name: branin-e2e
+trainable: branin
+metric: loss
+mode: min
+num_samples: 3
+max_concurrent_trials: 2
+search: {algorithm: random, seed: 11}
+stop: {training_iteration: 4}
+param_space:
+  x0: {uniform: [-5, 10]}
+  x1: {uniform: [0, 15]}
+  side: {grid_search: [left, right]}
+)";
+
+Json json_of(const std::string& text) { return Json::parse(text); }
+
+TEST(CliEndToEnd, RunsASweepAndAnswersQueries) {
+  TempDir dir;
+  std::string file = dir.write("sweep.yaml", kBranin);
+  auto run = run_tune("run " + file + " --storage " + dir.file("store") + " --quiet");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+
+  auto trials = run_tune("trials branin-e2e --storage " + dir.file("store") + " --json");
+  ASSERT_EQ(trials.exit_code, 0) << trials.err;
+  Json list = json_of(trials.out);
+  ASSERT_EQ(list.size(), 6u);  // 3 samples x 2 grid values
+  double best_loss = 1e300;
+  int left = 0;
+  for (const auto& t : list) {
+    EXPECT_EQ(t["status"], "TERMINATED");
+    EXPECT_EQ(t["iteration"], 4);
+    left += t["config"]["side"] == "left";
+    best_loss = std::min(best_loss, t["last_result"]["loss"].get<double>());
+  }
+  EXPECT_EQ(left, 3);
+
+  auto best = run_tune("best branin-e2e --storage " + dir.file("store") + " --json");
+  ASSERT_EQ(best.exit_code, 0) << best.err;
+  Json b = json_of(best.out);
+  EXPECT_DOUBLE_EQ(b["score"].get<double>(), best_loss);
+  EXPECT_DOUBLE_EQ(b["metrics"]["loss"].get<double>(), best_loss);
+  EXPECT_TRUE(b["config"].contains("x0"));
+
+  auto all_scope = run_tune("best branin-e2e --storage " + dir.file("store") + " --json --scope all --mode max");
+  ASSERT_EQ(all_scope.exit_code, 0) << all_scope.err;
+  EXPECT_GE(json_of(all_scope.out)["score"].get<double>(), best_loss);
+
+  auto sorted = run_tune("trials branin-e2e --storage " + dir.file("store") + " --csv --sort loss --limit 2");
+  ASSERT_EQ(sorted.exit_code, 0) << sorted.err;
+  EXPECT_EQ(sorted.out.rfind("trial,status,", 0), 0u) << sorted.out;
+  EXPECT_EQ(std::count(sorted.out.begin(), sorted.out.end(), '\n'), 3);
+
+  auto filtered = run_tune("trials branin-e2e --storage " + dir.file("store") + " --json --filter side=right");
+  EXPECT_EQ(json_of(filtered.out).size(), 3u);
+
+  auto experiments = run_tune("experiments --storage " + dir.file("store") + " --json");
+  ASSERT_EQ(experiments.exit_code, 0);
+  EXPECT_EQ(json_of(experiments.out)[0]["name"], "branin-e2e");
+
+  auto status = run_tune("status branin-e2e --storage " + dir.file("store") + " --json");
+  ASSERT_EQ(status.exit_code, 0);
+  EXPECT_EQ(json_of(status.out)["status"], "FINISHED");
+  EXPECT_EQ(json_of(status.out)["counts"]["TERMINATED"], 6);
+
+  // Plain SQL works on the store too.
+  auto sql = run_command("sqlite3 " + dir.file("store/tune.db") +
+                         " \"SELECT count(*) FROM results r JOIN trials t ON t.id = r.trial_id\"");
+  if (sql.exit_code == 0) EXPECT_EQ(sql.out, "24\n");
+}
+
+TEST(CliEndToEnd, UnknownExperimentIsAOneLineErrorWithStatus2) {
+  TempDir dir;
+  run_tune("run " + dir.write("s.yaml", kBranin) + " --storage " + dir.path() + " --quiet");
+  for (std::string command : {"trials", "best", "status"}) {
+    auto result = run_tune(command + " branin-e3e --storage " + dir.path());
+    EXPECT_EQ(result.exit_code, 2) << command;
+    EXPECT_NE(result.err.find("no experiment named 'branin-e3e'"), std::string::npos) << result.err;
+    EXPECT_NE(result.err.find("did you mean 'branin-e2e'"), std::string::npos) << result.err;
+    EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1) << result.err;
+  }
+}
+
+struct BadSweep {
+  const char* text;
+  const char* expected;  // substring of the one-line error
+};
+
+class CliBadInput : public ::testing::TestWithParam<BadSweep> {};
+
+TEST_P(CliBadInput, ExitsWith2AndCreatesNothing) {
+  TempDir dir;
+  std::string file = dir.write("bad.yaml", GetParam().text);
+  auto result = run_tune("run " + file + " --storage " + dir.file("store") + " --quiet");
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find(GetParam().expected), std::string::npos) << result.err;
+  EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1) << result.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("store")));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, CliBadInput,
+    ::testing::Values(
+        BadSweep{"trainable: branin\nparam_space: {x0: [1, 2\n", "bad.yaml:"},
+        BadSweep{"trainable: branin\nnum_sample: 3\nparam_space: {}\n", "bad.yaml:2: unknown key 'num_sample' (did you mean 'num_samples'?)"},
+        BadSweep{"trainable: branin\nnum_samples: many\nparam_space: {}\n", "bad.yaml:2: num_samples"},
+        BadSweep{"trainable: branin\nparam_space:\n  x0: {uniform: [10, -5]}\n", "bad.yaml:3:"},
+        BadSweep{"trainable: branin\nparam_space:\n  lr: {loguniform: [0, 1]}\n", "bad.yaml:3:"},
+        BadSweep{"trainable: branin\nparam_space:\n  lr: {loguniorm: [0.1, 1]}\n", "did you mean 'loguniform'"},
+        BadSweep{"trainable: branni\nparam_space: {x0: {uniform: [0, 1]}}\n", "unknown trainable 'branni' (did you mean 'branin'?)"},
+        BadSweep{"trainable: branin\nsearch: {algorithm: bayez}\nparam_space: {}\n", "bad.yaml:2:"},
+        BadSweep{"trainable: branin\nmetric: loss\nparam_space: {}\n", "mode"},
+        BadSweep{"trainable: branin\nparam_space:\n  x: {choice: []}\n", "bad.yaml:3:"},
+        BadSweep{"trainable: branin\nresources: {workers: 64}\nparam_space: {}\n", "slots"}));
+
+TEST(CliBadInputFile, MissingFileIsAOneLineError) {
+  TempDir dir;
+  auto result = run_tune("run " + dir.file("nope.yaml") + " --storage " + dir.file("store"));
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("nope.yaml"), std::string::npos) << result.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("store")));
+}
+
+const char* kFlaky = R"(name: flaky
+trainable: synthetic
+metric: loss
+mode: min
+num_samples: 2
+resources: {workers: 1, use_mpi: USE_MPI}
+search: {seed: 5}
+param_space:
+  x: {uniform: [1, 2]}
+  iterations: 5
+  checkpoint: true
+  fail_at: 3
+  fail_mode: MODE
+failure: {max_failures: 1}
+)";
+
+std::string flaky(const std::string& use_mpi, const std::string& mode) {
+  std::string text = kFlaky;
+  text.replace(text.find("USE_MPI"), 7, use_mpi);
+  text.replace(text.find("MODE"), 4, mode);
+  return text;
+}
+
+void expect_retried_from_checkpoint(const TempDir& dir) {
+  auto trials = run_tune("trials flaky --storage " + dir.file("store") + " --json");
+  ASSERT_EQ(trials.exit_code, 0) << trials.err;
+  for (const auto& t : json_of(trials.out)) {
+    EXPECT_EQ(t["status"], "TERMINATED") << t.dump();
+    EXPECT_EQ(t["attempts"], 2);
+    EXPECT_EQ(t["iteration"], 5);
+    // state accumulates x per iteration: a restart from the checkpoint at 2
+    // (not from scratch) ends with 5x.
+    EXPECT_NEAR(t["last_result"]["state"].get<double>(), 5 * t["config"]["x"].get<double>(), 1e-9);
+  }
+  auto sql = run_command("sqlite3 " + dir.file("store/tune.db") +
+                         " \"SELECT min(iteration) FROM results WHERE attempt = 2\"");
+  if (sql.exit_code == 0) EXPECT_EQ(sql.out, "3\n");
+}
+
+TEST(CliFailures, AThrowingTrialIsRetriedFromItsCheckpoint) {
+  TempDir dir;
+  auto run = run_tune("run " + dir.write("f.yaml", flaky("false", "throw")) + " --storage " + dir.file("store") + " --quiet");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  expect_retried_from_checkpoint(dir);
+}
+
+TEST(CliFailures, AWorkerProcessThatExitsIsRetriedInANewGroup) {
+  TempDir dir;
+  auto run = run_tune("run " + dir.write("f.yaml", flaky("true", "exit")) + " --storage " + dir.file("store") +
+                      " --quiet --slots 2");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  expect_retried_from_checkpoint(dir);
+}
+
+TEST(CliFailures, ANanResultWithoutRetriesEndsTheTrialAsError) {
+  TempDir dir;
+  std::string text = flaky("false", "nan");
+  text.replace(text.find("max_failures: 1"), 15, "max_failures: 0");
+  auto run = run_tune("run " + dir.write("f.yaml", text) + " --storage " + dir.file("store") + " --quiet");
+  EXPECT_EQ(run.exit_code, 1);  // every trial errored
+  auto trials = json_of(run_tune("trials flaky --storage " + dir.file("store") + " --json").out);
+  ASSERT_EQ(trials.size(), 2u);
+  for (const auto& t : trials) {
+    EXPECT_EQ(t["status"], "ERROR");
+    EXPECT_NE(t["error"].get<std::string>().find("not finite"), std::string::npos);
+  }
+}
+
+TEST(CliMpi, TrainsALibtorchModelInATwoRankGroup) {
+  TempDir dir;
+  std::string sweep = R"(name: mlp2
+trainable: mlp
+metric: loss
+mode: min
+num_samples: 2
+resources: {workers: 2}
+search: {seed: 3}
+stop: {training_iteration: 3}
+param_space:
+  lr: {loguniform: [0.01, 0.1]}
+  samples: 256
+  epochs: 3
+checkpoint: {num_to_keep: 1}
+)";
+  auto run = run_tune("run " + dir.write("m.yaml", sweep) + " --storage " + dir.file("store") + " --quiet --slots 2");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  auto trials = json_of(run_tune("trials mlp2 --storage " + dir.file("store") + " --json").out);
+  ASSERT_EQ(trials.size(), 2u);
+  for (const auto& t : trials) {
+    EXPECT_EQ(t["status"], "TERMINATED") << t.dump();
+    EXPECT_EQ(t["last_result"]["world_size"], 2);
+    EXPECT_GT(t["last_result"]["accuracy"].get<double>(), 0.3);  // 4 classes: chance is 0.25
+    EXPECT_TRUE(std::filesystem::exists(t["checkpoint"].get<std::string>() + "/model.pt"));
+  }
+  // Both trials ran on one reused group.
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.file("store/mlp2/logs")),
+                          std::filesystem::directory_iterator()), 1);
+}
+
+const char* kSlow = R"(trainable: synthetic
+metric: loss
+mode: min
+num_samples: 8
+max_concurrent_trials: 2
+search: {seed: 21}
+param_space:
+  x: {uniform: [0, 1]}
+  iterations: 8
+  sleep_s: 0.05
+  checkpoint: true
+)";
+
+Json wait_for_terminated(const std::string& storage, const std::string& name, int count) {
+  for (int i = 0; i < 400; ++i) {
+    auto status = run_tune("status " + name + " --storage " + storage + " --json");
+    if (status.exit_code == 0) {
+      Json s = json_of(status.out);
+      if (s["counts"].value("TERMINATED", 0) >= count) return s;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return nullptr;
+}
+
+std::set<std::string> configs_of(const std::string& storage, const std::string& name) {
+  std::set<std::string> configs;
+  for (const auto& t : json_of(run_tune("trials " + name + " --storage " + storage + " --json").out)) {
+    configs.insert(t["config"].dump());
+  }
+  return configs;
+}
+
+TEST(CliResume, ContinuesAfterKill9WithTheSameConfigsAsAnUninterruptedRun) {
+  TempDir dir;
+  std::string file = dir.write("slow.yaml", kSlow);
+  std::string storage = dir.file("store");
+  run_command(std::string(TUNE_BINARY) + " run " + file + " --name killed --storage " + storage +
+              " --quiet & echo $! > " + dir.file("pid"));
+  ASSERT_FALSE(wait_for_terminated(storage, "killed", 2).is_null());
+  std::ifstream pid_file(dir.file("pid"));
+  int pid = 0;
+  pid_file >> pid;
+  ASSERT_GT(pid, 0);
+  run_command("kill -9 " + std::to_string(pid));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+
+  auto resumed = run_tune("resume killed --storage " + storage + " --quiet");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  auto trials = json_of(run_tune("trials killed --storage " + storage + " --json").out);
+  ASSERT_EQ(trials.size(), 8u);
+  for (const auto& t : trials) {
+    EXPECT_EQ(t["status"], "TERMINATED") << t.dump();
+    EXPECT_EQ(t["iteration"], 8);
+    EXPECT_NEAR(t["last_result"]["state"].get<double>(), 8 * t["config"]["x"].get<double>(), 1e-9);
+  }
+  auto straight = run_tune("run " + file + " --name straight --storage " + storage + " --quiet");
+  ASSERT_EQ(straight.exit_code, 0) << straight.err;
+  EXPECT_EQ(configs_of(storage, "killed"), configs_of(storage, "straight"));
+}
+
+TEST(CliResume, CtrlCInterruptsAndResumeFinishes) {
+  TempDir dir;
+  std::string file = dir.write("slow.yaml", kSlow);
+  std::string storage = dir.file("store");
+  run_command(std::string(TUNE_BINARY) + " run " + file + " --name stopped --storage " + storage +
+              " --quiet & echo $! > " + dir.file("pid"));
+  ASSERT_FALSE(wait_for_terminated(storage, "stopped", 1).is_null());
+  std::ifstream pid_file(dir.file("pid"));
+  int pid = 0;
+  pid_file >> pid;
+  run_command("kill -INT " + std::to_string(pid) + "; while kill -0 " + std::to_string(pid) +
+              " 2>/dev/null; do sleep 0.05; done");
+  auto status = json_of(run_tune("status stopped --storage " + storage + " --json").out);
+  EXPECT_EQ(status["status"], "INTERRUPTED");
+  ASSERT_EQ(run_tune("resume stopped --storage " + storage + " --quiet").exit_code, 0);
+  status = json_of(run_tune("status stopped --storage " + storage + " --json").out);
+  EXPECT_EQ(status["status"], "FINISHED");
+  EXPECT_EQ(status["counts"]["TERMINATED"], 8);
+}
+
+TEST(Embedding, TheExampleProgramTunesAndItsStoreIsQueryable) {
+  TempDir dir;
+  auto run = run_command(std::string(TUNE_BUILD_DIR) + "/examples/quadratic_tuning " + dir.path());
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.out.find("trials: 30 errors: 0"), std::string::npos) << run.out;
+  auto best = run_tune("best quadratic --storage " + dir.path() + " --json");
+  ASSERT_EQ(best.exit_code, 0) << best.err;
+  EXPECT_NE(run.out.find(json_of(best.out)["trial_name"].get<std::string>()), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tune
