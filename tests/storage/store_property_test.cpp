@@ -58,11 +58,11 @@ TEST(StoreProperty, ArbitraryConfigsRoundTripThroughAddTrial) {
     Json config = *gen_object(3);
     int64_t index = next_index++;
     int64_t id = store->add_trial(exp, index, config);
-    auto trials = store->trials(exp);
-    RC_ASSERT(trials.back().trial_index == index);
-    RC_ASSERT(trials.back().id == id);
-    RC_ASSERT(trials.back().config == config);
-    RC_ASSERT(store->trial(exp, index)->config == config);
+    // trial() re-reads the row: loading every trial each case would be quadratic.
+    auto trial = store->trial(exp, index);
+    RC_ASSERT(trial.has_value());
+    RC_ASSERT(trial->id == id);
+    RC_ASSERT(trial->config == config);
 
     params.reset();
     params.bind(1, id);
@@ -75,20 +75,13 @@ TEST(StoreProperty, ArbitraryConfigsRoundTripThroughAddTrial) {
   EXPECT_TRUE(ok);
 }
 
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-// The driver commits results in batches and walks each trial through
-// add_trial / RUNNING / result / TERMINATED; both must stay well above the
-// rates it needs (20,000 results/s, 1,000 trials/s).
-TEST(StoreThroughput, BatchedResultsAndTrialLifecyclesMeetTheDriversRates) {
+// The driver commits trial lifecycles and batches of results in transactions;
+// every row must be there afterwards. (Speed is measured in bench/, not here.)
+TEST(StoreBatches, EveryBatchedResultAndTrialLifecycleIsStored) {
   TempDir tmp;
   auto store = Store::open(tmp.path());
   int64_t exp = store->create_experiment(ExperimentRecord{0, "exp"});
-
-  const int kTrials = 2000;
-  auto start = std::chrono::steady_clock::now();
+  const int kTrials = 500;
   for (int i = 0; i < kTrials; ++i) {
     Transaction txn(*store);
     int64_t t = store->add_trial(exp, i, {{"lr", 0.01}, {"model", {{"layers", i % 4}}}});
@@ -97,28 +90,25 @@ TEST(StoreThroughput, BatchedResultsAndTrialLifecyclesMeetTheDriversRates) {
     store->set_trial_status(t, kTerminated, i);
     txn.commit();
   }
-  double trials_per_s = kTrials / seconds_since(start);
-
   int64_t trial = store->add_trial(exp, kTrials, Json::object());
-  const int kResults = 50000, kBatch = 500;
-  start = std::chrono::steady_clock::now();
+  const int kResults = 5000, kBatch = 500;
   for (int b = 0; b < kResults / kBatch; ++b) {
     Transaction txn(*store);
     for (int i = 0; i < kBatch; ++i) {
       int it = b * kBatch + i;
-      store->add_result(trial, it, 0, {{"loss", 1.0 / (it + 1)}, {"acc", 0.5}, {"lr", 1e-3}}, it);
+      store->add_result(trial, it, 0, {{"loss", 1.0 / (it + 1)}}, it);
     }
     txn.commit();
   }
-  double results_per_s = kResults / seconds_since(start);
-
-  RecordProperty("trials_per_s", std::to_string(static_cast<int>(trials_per_s)));
-  RecordProperty("results_per_s", std::to_string(static_cast<int>(results_per_s)));
-  std::printf("store throughput: %.0f trials/s (one commit each), %.0f results/s (batches of %d)\n",
-              trials_per_s, results_per_s, kBatch);
-  EXPECT_GE(trials_per_s, 1000);
-  EXPECT_GE(results_per_s, 20000);
-  EXPECT_EQ(store->results(trial).size(), static_cast<size_t>(kResults));
+  auto trials = store->trials(exp);
+  ASSERT_EQ(trials.size(), static_cast<size_t>(kTrials + 1));
+  for (int i = 0; i < kTrials; ++i) {
+    EXPECT_EQ(trials[i].status, kTerminated);
+    EXPECT_EQ(trials[i].last_iteration, 1);
+  }
+  auto results = store->results(trial);
+  ASSERT_EQ(results.size(), static_cast<size_t>(kResults));
+  EXPECT_EQ(results.back().iteration, kResults - 1);
 }
 
 }  // namespace

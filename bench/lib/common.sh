@@ -1,0 +1,35 @@
+# Shared by bench/*/run.sh (sourced). Defines ROOT, BUILD_DIR, PYTHON and:
+#   bench_build TARGET...   configure build-bench (once) and build the targets
+#   note MESSAGE...         progress on stderr (stdout is the table + JSON)
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+BUILD_DIR="${TUNE_BENCH_BUILD_DIR:-$ROOT/build-bench}"
+BUILD_TYPE="${TUNE_BENCH_BUILD_TYPE:-RelWithDebInfo}"
+# Debian's python3-optuna is installed for the system interpreter; the
+# `python3` first on PATH may be another one.
+PYTHON="${TUNE_BENCH_PYTHON:-/usr/bin/python3}"
+JOBS="${TUNE_BENCH_JOBS:-$(nproc)}"
+
+if [[ "$(id -u)" == 0 ]]; then
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+fi
+
+note() { echo "[bench] $*" >&2; }
+
+bench_build() {
+  local log="$BUILD_DIR/bench-build.log"
+  mkdir -p "$BUILD_DIR"
+  if [[ ! -f "$BUILD_DIR/CMakeCache.txt" ]] || ! grep -q "^TUNE_BUILD_BENCH:BOOL=ON" "$BUILD_DIR/CMakeCache.txt"; then
+    note "configuring $BUILD_DIR ($BUILD_TYPE)"
+    if ! cmake -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE="$BUILD_TYPE" -DTUNE_BUILD_BENCH=ON >"$log" 2>&1; then
+      tail -n 30 "$log" >&2
+      echo "bench: cmake configure failed (log: $log)" >&2
+      exit 1
+    fi
+  fi
+  note "building $* (log: $log)"
+  if ! cmake --build "$BUILD_DIR" -j "$JOBS" --target "$@" >>"$log" 2>&1; then
+    grep -E "error|Error" "$log" | tail -n 20 >&2 || tail -n 30 "$log" >&2
+    echo "bench: build failed (log: $log)" >&2
+    exit 1
+  fi
+}

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# bench/run overhead [--quick]: tune's orchestration overhead next to Optuna 3.1
+# (SQLite storage). Figures and method: bench/README.md. --quick: small sizes,
+# for checking the script (figures not comparable).
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
+
+QUICK=0
+for arg in "$@"; do
+  case "$arg" in
+    --quick) QUICK=1 ;;
+    *) echo "bench/run overhead: unknown option '$arg' (options: --quick)" >&2; exit 2 ;;
+  esac
+done
+
+TRIALS=1000 IDEAL_TRIALS=200 RESULT_REPORTS=5000 MEMORY_TRIALS=10000 REPEAT=3
+if [[ $QUICK == 1 ]]; then
+  TRIALS=100 IDEAL_TRIALS=8 RESULT_REPORTS=500 MEMORY_TRIALS=500 REPEAT=1
+fi
+
+bench_build bench_overhead
+TUNE_BIN="$BUILD_DIR/bench/overhead_bench"       # links tune::tune (libtorch too)
+CORE_BIN="$BUILD_DIR/bench/overhead_bench_core"  # links tune::core only
+PEER="$ROOT/bench/peers/optuna_overhead.py"
+
+SCRATCH="$(mktemp -d "${TMPDIR:-/tmp}/tune-bench-overhead-XXXXXX")"
+trap 'rm -rf "$SCRATCH"' EXIT
+RUNS="$SCRATCH/runs.tsv"   # LABEL <tab> JSON, one line per run
+: >"$RUNS"
+
+# run LABEL COMMAND...: one benchmark process; its JSON line goes to $RUNS.
+run() {
+  local label="$1"; shift
+  local out
+  note "$label: $(basename "$1") ${*:2}"
+  if ! out="$("$@" --tmp "$SCRATCH" 2>"$SCRATCH/stderr")"; then
+    cat "$SCRATCH/stderr" >&2
+    echo "bench: '$label' failed: $*" >&2
+    exit 1
+  fi
+  printf '%s\t%s\n' "$label" "$(tail -n 1 <<<"$out")" >>"$RUNS"
+}
+
+LOAD_START="$(cut -d' ' -f1-3 /proc/loadavg)"
+if awk -v l="${LOAD_START%% *}" 'BEGIN { exit !(l > 0.5) }'; then
+  note "load average is $LOAD_START: other work on this machine skews the figures"
+fi
+
+SEED=1
+for i in $(seq "$REPEAT"); do
+  run trials "$TUNE_BIN" trials --trials "$TRIALS" --slots 2 --seed "$((SEED + i))"
+  run mpi "$TUNE_BIN" mpi --trials "$TRIALS" --slots 2 --seed "$((SEED + i))"
+  run results "$TUNE_BIN" results --trials 8 --slots 8 --reports "$RESULT_REPORTS" --seed "$((SEED + i))"
+done
+run mpi_startup "$TUNE_BIN" mpi --trials 2 --slots 2 --seed "$SEED"
+run mpi_core "$CORE_BIN" mpi --trials "$TRIALS" --slots 2 --seed "$SEED"
+run ideal "$TUNE_BIN" ideal --trials "$IDEAL_TRIALS" --slots 2 --reports 10 --sleep-ms 10 --seed "$SEED"
+run memory "$TUNE_BIN" memory --trials "$MEMORY_TRIALS" --slots 2 --seed "$SEED"
+run memory_core "$CORE_BIN" memory --trials "$MEMORY_TRIALS" --slots 2 --seed "$SEED"
+run store "$CORE_BIN" store --reports 20000 --seed "$SEED"
+
+if "$PYTHON" -c "import optuna" 2>/dev/null; then
+  run optuna "$PYTHON" "$PEER" --trials "$TRIALS" --seed "$SEED"
+else
+  note "optuna is not importable by $PYTHON: the peer is skipped (apt-get install python3-optuna)"
+fi
+
+"$PYTHON" "$ROOT/bench/overhead/report.py" "$RUNS" --quick "$QUICK" \
+  --load "$LOAD_START" --load-end "$(cut -d' ' -f1-3 /proc/loadavg)"
