@@ -10,6 +10,7 @@
 #include <fstream>
 #include <set>
 #include <stdexcept>
+#include <thread>
 
 #include "test_util.h"
 #include "tuner/error.h"
@@ -77,6 +78,25 @@ TEST(Tuner, StopsTrialsAtTrainingIterationAndMetricThreshold) {
   ResultGrid by_threshold = second.fit();
   ASSERT_EQ(by_threshold.size(), 3u);
   for (const auto& r : by_threshold.results()) EXPECT_EQ(r.metrics["training_iteration"], 4);
+}
+
+TEST(Tuner, TheTimeBudgetEndsTheSweepAndStopsRunningTrials) {
+  TempDir dir;
+  SweepSpec spec = quadratic_spec("budget", 1000);
+  spec.stop.time_budget_s = 0.3;
+  Tuner tuner([](Session& s) {
+    for (int i = 0; i < 100; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      s.report({{"loss", 1.0}});
+    }
+  }, spec, quiet_run(dir));
+  ResultGrid results = tuner.fit();
+  EXPECT_GE(results.size(), 2u);  // far fewer than 1000: the budget ended the sweep
+  EXPECT_LT(results.size(), 10u);
+  for (const auto& r : results.results()) {
+    EXPECT_EQ(r.status, "TERMINATED");
+    EXPECT_LT(r.metrics["training_iteration"].get<int>(), 100);
+  }
 }
 
 TEST(Tuner, AFailingTrialIsErrorAndTheSweepGoesOn) {
