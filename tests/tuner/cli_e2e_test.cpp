@@ -253,6 +253,15 @@ param_space:
   checkpoint: true
 )";
 
+// Starts `tune ARGS` in the background and returns its pid.
+int start_in_background(const std::string& args, const TempDir& dir) {
+  run_command(std::string(TUNE_BINARY) + " " + args + " & echo $! > " + dir.file("pid"));
+  std::ifstream pid_file(dir.file("pid"));
+  int pid = 0;
+  pid_file >> pid;
+  return pid;
+}
+
 Json wait_for_terminated(const std::string& storage, const std::string& name, int count) {
   for (int i = 0; i < 400; ++i) {
     auto status = run_tune("status " + name + " --storage " + storage + " --json");
@@ -277,13 +286,9 @@ TEST(CliResume, ContinuesAfterKill9WithTheSameConfigsAsAnUninterruptedRun) {
   TempDir dir;
   std::string file = dir.write("slow.yaml", kSlow);
   std::string storage = dir.file("store");
-  run_command(std::string(TUNE_BINARY) + " run " + file + " --name killed --storage " + storage +
-              " --quiet & echo $! > " + dir.file("pid"));
-  ASSERT_FALSE(wait_for_terminated(storage, "killed", 2).is_null());
-  std::ifstream pid_file(dir.file("pid"));
-  int pid = 0;
-  pid_file >> pid;
+  int pid = start_in_background("run " + file + " --name killed --storage " + storage + " --quiet", dir);
   ASSERT_GT(pid, 0);
+  ASSERT_FALSE(wait_for_terminated(storage, "killed", 2).is_null());
   run_command("kill -9 " + std::to_string(pid));
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
 
@@ -305,12 +310,9 @@ TEST(CliResume, CtrlCInterruptsAndResumeFinishes) {
   TempDir dir;
   std::string file = dir.write("slow.yaml", kSlow);
   std::string storage = dir.file("store");
-  run_command(std::string(TUNE_BINARY) + " run " + file + " --name stopped --storage " + storage +
-              " --quiet & echo $! > " + dir.file("pid"));
+  int pid = start_in_background("run " + file + " --name stopped --storage " + storage + " --quiet", dir);
+  ASSERT_GT(pid, 0);
   ASSERT_FALSE(wait_for_terminated(storage, "stopped", 1).is_null());
-  std::ifstream pid_file(dir.file("pid"));
-  int pid = 0;
-  pid_file >> pid;
   run_command("kill -INT " + std::to_string(pid) + "; while kill -0 " + std::to_string(pid) +
               " 2>/dev/null; do sleep 0.05; done");
   auto status = json_of(run_tune("status stopped --storage " + storage + " --json").out);
