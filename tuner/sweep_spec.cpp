@@ -1,5 +1,7 @@
 #include "tuner/sweep_spec.h"
 
+#include "schedulers/scheduler.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -87,7 +89,7 @@ class Parser {
                         "a sweep file must be a mapping with at least trainable and param_space, got " +
                             (root.IsNull() ? std::string("an empty document") : yaml_kind(root)));
     SweepSpec spec;
-    YAML::Node metric, mode, points;
+    YAML::Node metric, mode, points, scheduler;
     bool has_trainable = false, has_space = false, has_points = false;
     for (const auto& [key, value] : entries(root, "", &kTopKeys)) {
       if (key == "trainable") {
@@ -118,6 +120,7 @@ class Parser {
         parse_search(value, spec.search);
       } else if (key == "scheduler") {
         parse_scheduler(value, spec.scheduler);
+        scheduler = value;
       } else if (key == "stop") {
         parse_stop(value, spec.stop);
       } else if (key == "points_to_evaluate") {
@@ -137,6 +140,14 @@ class Parser {
       fail(metric, "metric '" + spec.metric + "' needs a mode (min or max)");
     if (spec.metric.empty() && !spec.mode.empty()) fail(mode, "mode '" + spec.mode + "' needs a metric");
     if (has_points) parse_points(points, spec);
+    if (scheduler) {
+      // schedulers/ owns its option rules; building one validates them.
+      try {
+        make_scheduler(spec.scheduler.type, spec.scheduler.params, spec.metric, spec.mode);
+      } catch (const ConfigError& e) {
+        fail(scheduler, std::string("scheduler: ") + e.what());
+      }
+    }
     try {
       spec.validate();  // backstop for rules that have no single line
     } catch (const ConfigError& e) {
@@ -245,8 +256,6 @@ class Parser {
         continue;
       }
       scheduler.type = string(value, "scheduler.type");
-      if (scheduler.type != "fifo")
-        fail(value, "unknown scheduler '" + scheduler.type + "' (expected fifo; asha, hyperband, median, pbt come later)");
     }
   }
 
@@ -318,8 +327,7 @@ void SweepSpec::validate() const {
   require(resources.workers >= 1, "resources.workers must be a positive integer, got " + std::to_string(resources.workers));
   require(resources.cpus_per_worker >= 1,
           "resources.cpus_per_worker must be a positive integer, got " + std::to_string(resources.cpus_per_worker));
-  require(scheduler.type == "fifo",
-          "unknown scheduler '" + scheduler.type + "' (expected fifo; asha, hyperband, median, pbt come later)");
+  make_scheduler(scheduler.type, scheduler.params, metric, mode);  // throws ConfigError
   require(!stop.training_iteration || *stop.training_iteration >= 1,
           "stop.training_iteration must be a positive integer");
   require(!stop.time_budget_s || (*stop.time_budget_s > 0 && std::isfinite(*stop.time_budget_s)),

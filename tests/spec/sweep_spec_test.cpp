@@ -20,7 +20,7 @@ num_samples: 50
 max_concurrent_trials: 2
 resources: {workers: 1, cpus_per_worker: 1, use_mpi: true}
 search: {algorithm: random, seed: 7}
-scheduler: {type: fifo, grace_period: 3}
+scheduler: {type: fifo}
 stop: {training_iteration: 10, loss: 0.01, time_budget_s: 60}
 param_space:
   x0: {uniform: [-5, 10]}
@@ -63,7 +63,8 @@ TEST(SweepSpecParse, ReadsEveryFieldOfTheFullExample) {
   EXPECT_EQ(spec.search.algorithm, "random");
   EXPECT_EQ(spec.search.seed, std::optional<uint64_t>(7));
   EXPECT_EQ(spec.scheduler.type, "fifo");
-  EXPECT_EQ(spec.scheduler.params, Json::parse(R"({"grace_period": 3})"));
+  EXPECT_EQ(spec.scheduler.type, "fifo");
+  EXPECT_EQ(spec.scheduler.params, Json::object());
   EXPECT_EQ(spec.stop.training_iteration, std::optional<int64_t>(10));
   EXPECT_EQ(spec.stop.time_budget_s, std::optional<double>(60));
   EXPECT_EQ(spec.stop.metric_thresholds, (std::map<std::string, double>{{"loss", 0.01}}));
@@ -197,8 +198,10 @@ TEST(SweepSpecErrors, ModeAndMetricMustComeTogether) {
 TEST(SweepSpecErrors, UnknownSearchAlgorithmsAndSchedulersAreNamed) {
   EXPECT_EQ(error_of(with("search:\n  algorithm: bayes\n")),
             "sweep.yaml:4: unknown search algorithm 'bayes' (expected random or grid; bayes and tpe are not implemented yet)");
-  EXPECT_EQ(error_of(with("scheduler: {type: asha}\n")),
-            "sweep.yaml:3: unknown scheduler 'asha' (expected fifo; asha, hyperband, median, pbt come later)");
+  EXPECT_EQ(error_of(with("scheduler: {type: fiffo}\n")),
+            "sweep.yaml:3: scheduler: unknown scheduler 'fiffo' (expected fifo)");
+  EXPECT_EQ(error_of(with("scheduler: {type: fifo, grace_period: 3}\n")),
+            "sweep.yaml:3: scheduler: scheduler fifo takes no options, got 'grace_period'");
 }
 
 TEST(SweepSpecErrors, DomainErrorsCarryTheParameterLine) {
