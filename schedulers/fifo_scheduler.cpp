@@ -7,7 +7,7 @@ namespace {
 
 class FifoScheduler : public Scheduler {
  public:
-  TrialAction on_result(int64_t, const Json&) override { return TrialAction::kContinue; }
+  TrialDecision on_result(int64_t, const Json&) override { return TrialDecision::next(); }
 };
 
 }  // namespace

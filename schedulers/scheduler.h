@@ -1,14 +1,33 @@
-// Scheduler: decides, after each result, whether a trial continues.
+// Scheduler: decides, after each result, what a trial does next, and which
+// paused trial runs when a slot frees.
 //
 // Pure logic: no I/O, no threads, no clock of its own (times come in results).
 // The driver calls it from its event-loop thread only.
 //
-//   auto scheduler = tune::make_scheduler({"fifo"}, "loss", "min");
-//   if (scheduler->on_result(trial, result) == tune::TrialAction::kStop) ...
+//   auto scheduler = tune::make_scheduler("asha", {{"max_t", 81}}, "loss", "min");
+//   scheduler->on_trial_add(7, config);
+//   tune::TrialDecision d = scheduler->on_result(7, result);  // continue / stop / pause / exploit
+//
+// Driver contract:
+// - `result` holds the trial's metrics plus training_iteration, time_total_s,
+//   time_this_iter_s and timestamp (the time attribute the scheduler uses).
+// - kStop: the trial ends (TERMINATED). kPause: the trial stops running, keeps
+//   its latest checkpoint and becomes PAUSED; it runs again only when
+//   choose_trial_to_run() returns it (from its latest checkpoint, iteration
+//   count continuing). kExploit: the trial stops, then restarts at once from a
+//   copy of `donor`'s latest checkpoint with `new_config` (PBT); its iteration
+//   count continues; the driver records the exploit in the store.
+// - on_checkpoint() tells which trials have a checkpoint (PBT never picks a
+//   donor without one).
+// - When a slot is free the driver asks choose_trial_to_run(): a PAUSED trial
+//   index to resume, or nullopt to start a new trial from the searcher (if
+//   can_start_new_trial() allows) — or, when neither is possible and nothing
+//   is running, the driver ends the remaining PAUSED trials as TERMINATED.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,23 +37,45 @@ namespace tune {
 
 using Json = nlohmann::json;
 
-enum class TrialAction { kContinue, kStop };
+enum class TrialAction { kContinue, kStop, kPause, kExploit };
+
+struct TrialDecision {
+  TrialAction action = TrialAction::kContinue;
+  int64_t donor = -1;  // kExploit: the trial whose latest checkpoint is cloned
+  Json new_config;     // kExploit: the config the trial continues with
+
+  static TrialDecision next() { return {}; }
+  static TrialDecision stop() { return {TrialAction::kStop, -1, nullptr}; }
+  static TrialDecision pause() { return {TrialAction::kPause, -1, nullptr}; }
+  static TrialDecision exploit(int64_t donor, Json config) {
+    return {TrialAction::kExploit, donor, std::move(config)};
+  }
+};
 
 class Scheduler {
  public:
   virtual ~Scheduler() = default;
   virtual void on_trial_add(int64_t /*trial_index*/, const Json& /*config*/) {}
-  // `result` holds the trial's metrics plus training_iteration and time_total_s.
-  virtual TrialAction on_result(int64_t trial_index, const Json& result) = 0;
+  virtual TrialDecision on_result(int64_t trial_index, const Json& result) = 0;
+  virtual void on_checkpoint(int64_t /*trial_index*/, int64_t /*iteration*/) {}
   virtual void on_trial_complete(int64_t /*trial_index*/, const Json& /*last_result*/) {}
   virtual void on_trial_error(int64_t /*trial_index*/) {}
+  // `paused`: indices of PAUSED trials. Default: nullopt (start new trials).
+  virtual std::optional<int64_t> choose_trial_to_run(const std::vector<int64_t>& /*paused*/) {
+    return std::nullopt;
+  }
+  // False while the scheduler wants paused trials resolved before new ones
+  // start (synchronous HyperBand / PBT). Default: true.
+  virtual bool can_start_new_trial() const { return true; }
   // State to persist for `tune resume` (null if stateless) and its restore.
   virtual Json save_state() const { return nullptr; }
   virtual void restore_state(const Json& /*state*/) {}
 };
 
-// type: "fifo". params: the type's keys. Throws tune::ConfigError for an
-// unknown type or key.
+// type: one of scheduler_names(). params: the type's keys (README documents
+// each with its default). metric/mode: the experiment's (a scheduler may take
+// its own `metric`/`mode` keys instead). Throws tune::ConfigError for an
+// unknown type or key, a wrong type or a bad value: one line.
 std::unique_ptr<Scheduler> make_scheduler(const std::string& type, const Json& params,
                                           const std::string& metric, const std::string& mode);
 

@@ -97,6 +97,19 @@ CREATE TABLE events (
 CREATE INDEX events_by_experiment ON events(experiment_id, time);
 CREATE INDEX events_by_trial ON events(trial_id);
 
+CREATE TABLE exploits (
+  id              INTEGER PRIMARY KEY,
+  trial_id        INTEGER NOT NULL REFERENCES trials(id) ON DELETE CASCADE,
+  donor_trial_id  INTEGER NOT NULL REFERENCES trials(id) ON DELETE CASCADE,
+  iteration       INTEGER NOT NULL,
+  donor_iteration INTEGER,
+  checkpoint_path TEXT,
+  old_config_json TEXT,
+  new_config_json TEXT,
+  time            REAL
+);
+CREATE INDEX exploits_by_trial ON exploits(trial_id);
+
 CREATE VIEW trial_summary AS
 SELECT e.name AS experiment, t.id AS trial_id, t.trial_index, t.status, t.attempts,
        t.config_json, t.last_iteration, t.last_result_json, t.error,

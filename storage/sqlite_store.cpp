@@ -14,6 +14,7 @@
 
 #include "storage/internal/rows.h"
 #include "storage/internal/schema.h"
+#include "storage/internal/statements.h"
 #include "storage/store.h"
 #include "tuner/error.h"
 
@@ -21,66 +22,6 @@ namespace tune {
 namespace {
 
 using namespace storage_internal;
-
-// --- SQL (each constant's address is its key in the statement cache)
-constexpr const char* kInsertExperiment =
-    "INSERT INTO experiments(name, status, metric, mode, spec_json, spec_source, searcher_state,"
-    " scheduler_state, created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?)";
-constexpr const char* kFindExperiment =
-    "SELECT id, name, status, metric, mode, spec_json, spec_source, searcher_state,"
-    " scheduler_state, created_at, updated_at FROM experiments WHERE name = ?";
-constexpr const char* kListExperiments =
-    "SELECT id, name, status, metric, mode, spec_json, spec_source, searcher_state,"
-    " scheduler_state, created_at, updated_at FROM experiments ORDER BY id";
-constexpr const char* kSetExperimentStatus =
-    "UPDATE experiments SET status = ?, updated_at = ? WHERE id = ?";
-constexpr const char* kSetSearcherState =
-    "UPDATE experiments SET searcher_state = ?, updated_at = ? WHERE id = ?";
-constexpr const char* kSetSchedulerState =
-    "UPDATE experiments SET scheduler_state = ?, updated_at = ? WHERE id = ?";
-constexpr const char* kInsertTrial =
-    "INSERT INTO trials(experiment_id, trial_index, status, config_json, attempts,"
-    " last_iteration, created_at) VALUES (?, ?, 'PENDING', ?, 0, 0, ?)";
-constexpr const char* kInsertParam =
-    "INSERT OR IGNORE INTO params(trial_id, name, value_json, value_real, value_text)"
-    " VALUES (?,?,?,?,?)";
-// ?1 status, ?2 time, ?3 error ('' keeps the old one), ?4 id. A start clears
-// ended_at so a retried trial does not look finished while it runs.
-constexpr const char* kSetTrialStatus =
-    "UPDATE trials SET status = ?1,"
-    " started_at = CASE WHEN ?1 = 'RUNNING' THEN ?2 ELSE started_at END,"
-    " attempts = attempts + (?1 = 'RUNNING'),"
-    " ended_at = CASE WHEN ?1 IN ('TERMINATED', 'ERROR') THEN ?2"
-    "                 WHEN ?1 = 'RUNNING' THEN NULL ELSE ended_at END,"
-    " error = CASE WHEN ?3 <> '' THEN ?3 ELSE error END"
-    " WHERE id = ?4";
-constexpr const char* kListTrials =
-    "SELECT id, experiment_id, trial_index, status, config_json, attempts, error,"
-    " last_iteration, last_result_json, created_at, started_at, ended_at FROM trials"
-    " WHERE experiment_id = ? ORDER BY trial_index";
-constexpr const char* kFindTrial =
-    "SELECT id, experiment_id, trial_index, status, config_json, attempts, error,"
-    " last_iteration, last_result_json, created_at, started_at, ended_at FROM trials"
-    " WHERE experiment_id = ? AND trial_index = ?";
-constexpr const char* kInsertResult =
-    "INSERT INTO results(trial_id, iteration, attempt, time, metrics_json) VALUES (?,?,?,?,?)";
-constexpr const char* kUpdateLastResult =
-    "UPDATE trials SET last_iteration = ?, last_result_json = ? WHERE id = ?";
-constexpr const char* kListResults =
-    "SELECT id, trial_id, iteration, attempt, time, metrics_json FROM results"
-    " WHERE trial_id = ? ORDER BY id";
-constexpr const char* kInsertCheckpoint =
-    "INSERT INTO checkpoints(trial_id, iteration, path, score, deleted, created_at)"
-    " VALUES (?,?,?,?,0,?)";
-constexpr const char* kDeleteCheckpoint = "UPDATE checkpoints SET deleted = 1 WHERE id = ?";
-constexpr const char* kListCheckpoints =
-    "SELECT id, trial_id, iteration, path, score, deleted, created_at FROM checkpoints"
-    " WHERE trial_id = ? AND deleted = 0 ORDER BY id";
-constexpr const char* kSavepoint = "SAVEPOINT add_trial";
-constexpr const char* kRelease = "RELEASE add_trial";
-constexpr const char* kRollbackTo = "ROLLBACK TO add_trial";
-constexpr const char* kInsertEvent =
-    "INSERT INTO events(experiment_id, trial_id, time, kind, detail_json) VALUES (?,?,?,?,?)";
 
 class SqliteStore final : public Store {
  public:
@@ -329,6 +270,57 @@ class SqliteStore final : public Store {
     });
   }
 
+  void set_trial_config(int64_t trial_id, const Json& config) override {
+    guard("set_trial_config", [&] {
+      Use s(stmt(kSetTrialConfig));
+      s->bind(1, dump(config));
+      s->bind(2, trial_id);
+      if (s->exec() == 0) throw Error("store: no trial with id " + std::to_string(trial_id));
+      Use d(stmt(kDeleteParams));
+      d->bind(1, trial_id);
+      d->exec();
+      insert_params(trial_id, config);
+    });
+  }
+
+  int64_t add_exploit(const ExploitRecord& e) override {
+    return guard("add_exploit", [&] {
+      Use s(stmt(kInsertExploit));
+      s->bind(1, e.trial_id);
+      s->bind(2, e.donor_trial_id);
+      s->bind(3, e.iteration);
+      s->bind(4, e.donor_iteration);
+      s->bind(5, e.checkpoint_path);
+      s->bind(6, dump(e.old_config));
+      s->bind(7, dump(e.new_config));
+      s->bind(8, e.time);
+      s->exec();
+      return db_.getLastInsertRowid();
+    });
+  }
+
+  std::vector<ExploitRecord> exploits(int64_t experiment_id) override {
+    return guard("exploits", [&] {
+      std::vector<ExploitRecord> out;
+      Use s(stmt(kListExploits));
+      s->bind(1, experiment_id);
+      while (s->executeStep()) {
+        ExploitRecord e;
+        e.id = s->getColumn(0).getInt64();
+        e.trial_id = s->getColumn(1).getInt64();
+        e.donor_trial_id = s->getColumn(2).getInt64();
+        e.iteration = s->getColumn(3).getInt64();
+        e.donor_iteration = s->getColumn(4).getInt64();
+        e.checkpoint_path = s->getColumn(5).getString();
+        e.old_config = Json::parse(s->getColumn(6).getString());
+        e.new_config = Json::parse(s->getColumn(7).getString());
+        e.time = s->getColumn(8).getDouble();
+        out.push_back(std::move(e));
+      }
+      return out;
+    });
+  }
+
  private:
   int64_t insert_trial(int64_t experiment_id, int64_t trial_index, const Json& config) {
     int64_t trial_id;
@@ -341,6 +333,11 @@ class SqliteStore final : public Store {
       s->exec();
       trial_id = db_.getLastInsertRowid();
     }
+    insert_params(trial_id, config);
+    return trial_id;
+  }
+
+  void insert_params(int64_t trial_id, const Json& config) {
     SQLite::Statement& insert = stmt(kInsertParam);
     flatten(config, [&](const std::string& name, const Json& value) {
       Use s(insert);
@@ -351,7 +348,6 @@ class SqliteStore final : public Store {
       if (value.is_string()) s->bind(5, value.get_ref<const std::string&>());
       s->exec();
     });
-    return trial_id;
   }
 
   template <class F>

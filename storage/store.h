@@ -87,6 +87,19 @@ struct CheckpointRecord {
   double created_at = 0;
 };
 
+// One PBT exploit: `trial` cloned `donor`'s checkpoint and continued with
+// new_config (the lineage; docs/SCHEMA.md table `exploits`).
+struct ExploitRecord {
+  int64_t id = 0;
+  int64_t trial_id = 0;        // row ids (trials.id)
+  int64_t donor_trial_id = 0;
+  int64_t iteration = 0;       // the trial's iteration when it exploited
+  int64_t donor_iteration = 0; // the iteration of the donor's checkpoint
+  std::string checkpoint_path; // the trial's copy it restarted from
+  Json old_config, new_config;
+  double time = 0;
+};
+
 class Store {
  public:
   // Opens (creating if needed, unless read_only) DIR/tune.db, migrating an
@@ -123,6 +136,8 @@ class Store {
   // TERMINATED/ERROR. `error` replaces the stored message when non-empty.
   virtual void set_trial_status(int64_t trial_id, const std::string& status, double time,
                                 const std::string& error = "") = 0;
+  // Replaces the trial's config (PBT explore) and its params rows.
+  virtual void set_trial_config(int64_t trial_id, const Json& config) = 0;
   virtual std::vector<TrialRecord> trials(int64_t experiment_id) = 0;
   virtual std::optional<TrialRecord> trial(int64_t experiment_id, int64_t trial_index) = 0;
 
@@ -137,6 +152,11 @@ class Store {
   virtual void mark_checkpoint_deleted(int64_t checkpoint_id) = 0;
   // Live (not deleted) checkpoints of a trial, oldest first.
   virtual std::vector<CheckpointRecord> checkpoints(int64_t trial_id) = 0;
+
+  // --- PBT lineage
+  virtual int64_t add_exploit(const ExploitRecord& exploit) = 0;
+  // Every exploit of an experiment's trials, in order.
+  virtual std::vector<ExploitRecord> exploits(int64_t experiment_id) = 0;
 
   // --- events: an append-only log (trial started, stopped, error, retry, ...).
   virtual void add_event(int64_t experiment_id, std::optional<int64_t> trial_id,

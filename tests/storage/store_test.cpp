@@ -150,6 +150,42 @@ TEST_F(StoreTrials, AFailedAddTrialInsideABatchKeepsTheRestOfTheBatch) {
   EXPECT_EQ(store->trials(exp_id).size(), 2u);
 }
 
+TEST_F(StoreTrials, ANewConfigReplacesTheParamsRows) {
+  int64_t t = store->add_trial(exp_id, 0, {{"lr", 0.1}, {"opt", "sgd"}});
+  store->set_trial_config(t, {{"lr", 0.12}, {"wd", 1e-4}});
+  EXPECT_EQ(store->trial(exp_id, 0)->config, (Json{{"lr", 0.12}, {"wd", 1e-4}}));
+  SQLite::Database raw(Store::database_path(dir.path()));
+  SQLite::Statement q(raw, "SELECT group_concat(name || '=' || value_real) FROM params WHERE trial_id = ? ORDER BY name");
+  q.bind(1, t);
+  ASSERT_TRUE(q.executeStep());
+  EXPECT_EQ(q.getColumn(0).getString(), "lr=0.12,wd=0.0001");
+  EXPECT_THROW(store->set_trial_config(9999, Json::object()), Error);
+}
+
+TEST_F(StoreTrials, ExploitsRecordTheLineage) {
+  int64_t a = store->add_trial(exp_id, 0, {{"lr", 0.1}});
+  int64_t b = store->add_trial(exp_id, 1, {{"lr", 0.2}});
+  ExploitRecord e;
+  e.trial_id = a;
+  e.donor_trial_id = b;
+  e.iteration = 4;
+  e.donor_iteration = 4;
+  e.checkpoint_path = "/x/trial_00000/checkpoint_000004_from_00001";
+  e.old_config = {{"lr", 0.1}};
+  e.new_config = {{"lr", 0.24}};
+  e.time = 12.5;
+  store->add_exploit(e);
+  auto lineage = store->exploits(exp_id);
+  ASSERT_EQ(lineage.size(), 1u);
+  EXPECT_EQ(lineage[0].trial_id, a);
+  EXPECT_EQ(lineage[0].donor_trial_id, b);
+  EXPECT_EQ(lineage[0].iteration, 4);
+  EXPECT_EQ(lineage[0].checkpoint_path, e.checkpoint_path);
+  EXPECT_EQ(lineage[0].new_config, e.new_config);
+  EXPECT_EQ(lineage[0].old_config, e.old_config);
+  EXPECT_DOUBLE_EQ(lineage[0].time, 12.5);
+}
+
 TEST_F(StoreTrials, StatusesCountAttemptsAndStampTimes) {
   int64_t id = store->add_trial(exp_id, 0, Json::object());
   store->set_trial_status(id, kRunning, 10.0);

@@ -1,0 +1,76 @@
+// Internal: the SQL the SQLite store runs. Each constant's address is its key
+// in the store's prepared-statement cache. Every value is a bound parameter.
+#pragma once
+
+namespace tune::storage_internal {
+
+constexpr const char* kInsertExperiment =
+    "INSERT INTO experiments(name, status, metric, mode, spec_json, spec_source, searcher_state,"
+    " scheduler_state, created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?)";
+constexpr const char* kFindExperiment =
+    "SELECT id, name, status, metric, mode, spec_json, spec_source, searcher_state,"
+    " scheduler_state, created_at, updated_at FROM experiments WHERE name = ?";
+constexpr const char* kListExperiments =
+    "SELECT id, name, status, metric, mode, spec_json, spec_source, searcher_state,"
+    " scheduler_state, created_at, updated_at FROM experiments ORDER BY id";
+constexpr const char* kSetExperimentStatus =
+    "UPDATE experiments SET status = ?, updated_at = ? WHERE id = ?";
+constexpr const char* kSetSearcherState =
+    "UPDATE experiments SET searcher_state = ?, updated_at = ? WHERE id = ?";
+constexpr const char* kSetSchedulerState =
+    "UPDATE experiments SET scheduler_state = ?, updated_at = ? WHERE id = ?";
+constexpr const char* kInsertTrial =
+    "INSERT INTO trials(experiment_id, trial_index, status, config_json, attempts,"
+    " last_iteration, created_at) VALUES (?, ?, 'PENDING', ?, 0, 0, ?)";
+constexpr const char* kInsertParam =
+    "INSERT OR IGNORE INTO params(trial_id, name, value_json, value_real, value_text)"
+    " VALUES (?,?,?,?,?)";
+// ?1 status, ?2 time, ?3 error ('' keeps the old one), ?4 id. A start clears
+// ended_at so a retried trial does not look finished while it runs.
+constexpr const char* kSetTrialStatus =
+    "UPDATE trials SET status = ?1,"
+    " started_at = CASE WHEN ?1 = 'RUNNING' THEN ?2 ELSE started_at END,"
+    " attempts = attempts + (?1 = 'RUNNING'),"
+    " ended_at = CASE WHEN ?1 IN ('TERMINATED', 'ERROR') THEN ?2"
+    "                 WHEN ?1 = 'RUNNING' THEN NULL ELSE ended_at END,"
+    " error = CASE WHEN ?3 <> '' THEN ?3 ELSE error END"
+    " WHERE id = ?4";
+constexpr const char* kListTrials =
+    "SELECT id, experiment_id, trial_index, status, config_json, attempts, error,"
+    " last_iteration, last_result_json, created_at, started_at, ended_at FROM trials"
+    " WHERE experiment_id = ? ORDER BY trial_index";
+constexpr const char* kFindTrial =
+    "SELECT id, experiment_id, trial_index, status, config_json, attempts, error,"
+    " last_iteration, last_result_json, created_at, started_at, ended_at FROM trials"
+    " WHERE experiment_id = ? AND trial_index = ?";
+constexpr const char* kInsertResult =
+    "INSERT INTO results(trial_id, iteration, attempt, time, metrics_json) VALUES (?,?,?,?,?)";
+constexpr const char* kUpdateLastResult =
+    "UPDATE trials SET last_iteration = ?, last_result_json = ? WHERE id = ?";
+constexpr const char* kListResults =
+    "SELECT id, trial_id, iteration, attempt, time, metrics_json FROM results"
+    " WHERE trial_id = ? ORDER BY id";
+constexpr const char* kInsertCheckpoint =
+    "INSERT INTO checkpoints(trial_id, iteration, path, score, deleted, created_at)"
+    " VALUES (?,?,?,?,0,?)";
+constexpr const char* kDeleteCheckpoint = "UPDATE checkpoints SET deleted = 1 WHERE id = ?";
+constexpr const char* kListCheckpoints =
+    "SELECT id, trial_id, iteration, path, score, deleted, created_at FROM checkpoints"
+    " WHERE trial_id = ? AND deleted = 0 ORDER BY id";
+constexpr const char* kSavepoint = "SAVEPOINT add_trial";
+constexpr const char* kRelease = "RELEASE add_trial";
+constexpr const char* kRollbackTo = "ROLLBACK TO add_trial";
+constexpr const char* kInsertEvent =
+    "INSERT INTO events(experiment_id, trial_id, time, kind, detail_json) VALUES (?,?,?,?,?)";
+
+constexpr const char* kSetTrialConfig = "UPDATE trials SET config_json = ? WHERE id = ?";
+constexpr const char* kDeleteParams = "DELETE FROM params WHERE trial_id = ?";
+constexpr const char* kInsertExploit =
+    "INSERT INTO exploits(trial_id, donor_trial_id, iteration, donor_iteration, checkpoint_path,"
+    " old_config_json, new_config_json, time) VALUES (?,?,?,?,?,?,?,?)";
+constexpr const char* kListExploits =
+    "SELECT x.id, x.trial_id, x.donor_trial_id, x.iteration, x.donor_iteration, x.checkpoint_path,"
+    " x.old_config_json, x.new_config_json, x.time FROM exploits x JOIN trials t ON t.id = x.trial_id"
+    " WHERE t.experiment_id = ? ORDER BY x.id";
+
+}  // namespace tune::storage_internal
