@@ -9,10 +9,12 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <set>
 #include <random>
 #include <thread>
 
 #include "schedulers/scheduler.h"
+#include "tuner/checkpoints.h"
 #include "tuner/error.h"
 #include "tuner/in_process_executor.h"
 #include "tuner/progress.h"
@@ -71,13 +73,22 @@ struct TrialState {
   std::optional<Checkpoint> checkpoint;
   Json last_result;
   std::string error;
-  std::optional<int> group;  // MPI group running it
+  // What to do once the running attempt has stopped on the scheduler's word:
+  // kPause (-> PAUSED) or kExploit (-> restart from the donor's checkpoint).
+  TrialDecision after_stop;
 };
 
 class Driver {
  public:
-  Driver(SweepSpec spec, RunConfig run, TrainableFunction function, bool resume)
-      : spec_(std::move(spec)), run_(std::move(run)), function_(std::move(function)), resume_(resume) {}
+  Driver(SweepSpec spec, RunConfig run, TrainableFunction function, bool resume,
+         std::unique_ptr<Scheduler> scheduler)
+      : spec_(std::move(spec)),
+        run_(std::move(run)),
+        function_(std::move(function)),
+        resume_(resume),
+        scheduler_(std::move(scheduler)) {
+    if (scheduler_) spec_.scheduler = {"custom", Json::object()};
+  }
 
   // On an exception out of the loop, trials still waiting in report() are
   // told to stop so their threads can be joined.
@@ -107,11 +118,14 @@ class Driver {
   void on_result(TrialState& trial, Event& event, std::string& action);
   void record_checkpoint(TrialState& trial, const std::string& path);
   void on_done(TrialState& trial, bool stopped);
+  void terminate(TrialState& trial, double now);
+  void exploit(TrialState& trial, const TrialDecision& decision);
   void on_failure(TrialState& trial, const std::string& message);
   void end_attempt(TrialState& trial);
   TrialState* trial_for(const Event& event);
   bool stop_criteria_met(const TrialState& trial, const Json& result) const;
   void print_progress(bool final);
+  void save_states(bool force);
 
   SweepSpec spec_;
   RunConfig run_;
@@ -131,15 +145,16 @@ class Driver {
   std::unique_ptr<WorkerGroupPool> groups_;
 
   std::map<int64_t, TrialState> trials_;
-  std::deque<int64_t> pending_;
+  std::deque<int64_t> pending_;  // retries and exploits: started first
+  std::set<int64_t> paused_;      // PAUSED, resumed when the scheduler picks them
   int64_t next_index_ = 0;
   bool searcher_done_ = false;
   bool stopping_ = false, interrupted_ = false;
-  double started_ = 0, last_progress_ = 0;
+  double started_ = 0, last_progress_ = 0, last_state_save_ = 0;
 };
 
 void Driver::open() {
-  preflight(spec_, run_, function_);
+  preflight(spec_, run_, function_, scheduler_ != nullptr);
   registered_ = resolve_trainable(spec_, function_);
   in_process_ = function_ || (registered_->info.in_process && spec_.resources.workers == 1 &&
                               !spec_.resources.use_mpi);
@@ -176,7 +191,7 @@ void Driver::open() {
   fs::create_directories(experiment_dir_);
 
   searcher_ = make_searcher(spec_.search, spec_.param_space, spec_.num_samples, spec_.points_to_evaluate);
-  scheduler_ = make_scheduler(spec_.scheduler.type, spec_.scheduler.params, spec_.metric, spec_.mode);
+  if (!scheduler_) scheduler_ = make_scheduler(spec_.scheduler.type, spec_.scheduler.params, spec_.metric, spec_.mode);
   if (!experiment_.scheduler_state.is_null()) scheduler_->restore_state(experiment_.scheduler_state);
 
   if (resume_) {
@@ -201,9 +216,15 @@ void Driver::open() {
       if (record.status == kTerminated || record.status == kError) {
         observations.push_back({record.trial_index, record.config, record.last_result, record.status == kError});
       } else {
-        trial.status = kPending;
-        pending_.push_back(trial.index);
-        scheduler_->on_trial_add(trial.index, trial.config);
+        // A restored scheduler state already knows its trials.
+        if (experiment_.scheduler_state.is_null()) scheduler_->on_trial_add(trial.index, trial.config);
+        if (trial.checkpoint) scheduler_->on_checkpoint(trial.index, trial.checkpoint->iteration);
+        if (record.status == kPaused) {
+          paused_.insert(trial.index);
+        } else {
+          trial.status = kPending;
+          pending_.push_back(trial.index);
+        }
       }
       trials_.emplace(trial.index, std::move(trial));
     }
@@ -234,10 +255,17 @@ bool Driver::launch_ready() {
   while (!stopping_ && used_slots_ + slots_per_trial_ <= slots_ &&
          (spec_.max_concurrent_trials == 0 || running_ < spec_.max_concurrent_trials)) {
     int64_t index;
+    std::optional<int64_t> resumed;
+    if (pending_.empty() && !paused_.empty()) {
+      resumed = scheduler_->choose_trial_to_run(std::vector<int64_t>(paused_.begin(), paused_.end()));
+      if (resumed && !paused_.erase(*resumed)) resumed.reset();  // not a paused trial: ignore
+    }
     if (!pending_.empty()) {
       index = pending_.front();
       pending_.pop_front();
-    } else if (!searcher_done_) {
+    } else if (resumed) {
+      index = *resumed;
+    } else if (!searcher_done_ && scheduler_->can_start_new_trial()) {
       std::optional<Json> config = searcher_->suggest(next_index_);
       if (!config) {
         searcher_done_ = true;
@@ -354,9 +382,20 @@ void Driver::on_result(TrialState& trial, Event& event, std::string& action) {
   const std::string checkpoint = event.payload.value("checkpoint", std::string());
   if (!checkpoint.empty()) record_checkpoint(trial, checkpoint);
   searcher_->on_result(trial.index, result);
-  bool stop = stopping_ || stop_criteria_met(trial, result) ||
-              scheduler_->on_result(trial.index, result) == TrialAction::kStop;
-  action = stop ? "stop" : "continue";
+  if (stopping_ || stop_criteria_met(trial, result)) {
+    trial.after_stop = TrialDecision::stop();  // it ends here, whatever the scheduler would say
+    action = "stop";
+    return;
+  }
+  TrialDecision decision = scheduler_->on_result(trial.index, result);
+  if (decision.action == TrialAction::kExploit) {
+    auto donor = trials_.find(decision.donor);
+    if (donor == trials_.end() || !donor->second.checkpoint || decision.donor == trial.index) {
+      decision = TrialDecision::next();  // never clone from a trial without a checkpoint
+    }
+  }
+  trial.after_stop = decision;
+  action = decision.action == TrialAction::kContinue ? "continue" : "stop";
 }
 
 void Driver::record_checkpoint(TrialState& trial, const std::string& path) {
@@ -372,24 +411,9 @@ void Driver::record_checkpoint(TrialState& trial, const std::string& path) {
   }
   store_->add_checkpoint(trial.row, trial.iteration, path, score, now);
   trial.checkpoint = Checkpoint{path, trial.iteration};
-  if (spec_.checkpoint.num_to_keep <= 0) return;
+  scheduler_->on_checkpoint(trial.index, trial.iteration);
 
-  // Keep the num_to_keep best by score, plus the latest (needed to restore).
-  const std::string order = spec_.checkpoint.score_order.empty() ? spec_.mode : spec_.checkpoint.score_order;
-  auto live = store_->checkpoints(trial.row);
-  if (static_cast<int>(live.size()) <= spec_.checkpoint.num_to_keep) return;
-  const int64_t latest_id = live.back().id;
-  std::stable_sort(live.begin(), live.end(), [&](const CheckpointRecord& a, const CheckpointRecord& b) {
-    if (a.score.has_value() != b.score.has_value()) return a.score.has_value();
-    if (!a.score) return a.iteration > b.iteration;
-    return order == "max" ? *a.score > *b.score : *a.score < *b.score;
-  });
-  for (size_t i = static_cast<size_t>(spec_.checkpoint.num_to_keep); i < live.size(); ++i) {
-    if (live[i].id == latest_id) continue;
-    std::error_code ec;
-    fs::remove_all(live[i].path, ec);
-    store_->mark_checkpoint_deleted(live[i].id);
-  }
+  prune_checkpoints(*store_, trial.row, spec_.checkpoint, spec_.mode);
 }
 
 bool Driver::stop_criteria_met(const TrialState& trial, const Json& result) const {
@@ -418,10 +442,54 @@ void Driver::on_done(TrialState& trial, bool stopped) {
     store_->set_trial_status(trial.row, kPending, now);
     return;
   }
+  TrialDecision decision = std::move(trial.after_stop);
+  trial.after_stop = TrialDecision::next();
+  const TrialAction after = stopped ? decision.action : TrialAction::kStop;
+  if (after == TrialAction::kPause && !stopping_) {
+    trial.status = kPaused;
+    store_->set_trial_status(trial.row, kPaused, now);
+    paused_.insert(trial.index);
+    return;
+  }
+  if (after == TrialAction::kExploit && !stopping_) {
+    exploit(trial, decision);
+    return;
+  }
+  terminate(trial, now);
+}
+
+void Driver::terminate(TrialState& trial, double now) {
   trial.status = kTerminated;
   store_->set_trial_status(trial.row, kTerminated, now);
   searcher_->on_complete({trial.index, trial.config, trial.last_result, false});
   scheduler_->on_trial_complete(trial.index, trial.last_result);
+}
+
+// PBT: the trial continues from a copy of the donor's latest checkpoint with
+// the explored config; its own iteration count goes on.
+void Driver::exploit(TrialState& trial, const TrialDecision& decision) {
+  const double now = now_seconds();
+  const TrialState& donor = trials_.at(decision.donor);
+  const fs::path copy = clone_checkpoint(donor.checkpoint->path, experiment_dir_ / trial_name(trial.index),
+                                         trial.iteration, decision.donor);
+  ExploitRecord record;
+  record.trial_id = trial.row;
+  record.donor_trial_id = donor.row;
+  record.iteration = trial.iteration;
+  record.donor_iteration = donor.checkpoint->iteration;
+  record.checkpoint_path = copy.string();
+  record.old_config = trial.config;
+  record.new_config = decision.new_config;
+  record.time = now;
+  store_->add_exploit(record);
+  store_->set_trial_config(trial.row, decision.new_config);
+  store_->add_checkpoint(trial.row, trial.iteration, copy.string(), std::nullopt, now);
+  trial.config = decision.new_config;
+  trial.checkpoint = Checkpoint{copy.string(), trial.iteration};
+  scheduler_->on_checkpoint(trial.index, trial.iteration);
+  trial.status = kPending;
+  store_->set_trial_status(trial.row, kPending, now);
+  pending_.push_front(trial.index);
 }
 
 void Driver::on_failure(TrialState& trial, const std::string& message) {
@@ -456,8 +524,9 @@ void Driver::loop() {
       launch_ready();
       txn.commit();
     }
-    if (running_ == 0 && (stopping_ || (pending_.empty() && searcher_done_))) break;
-    if (running_ == 0 && !pending_.empty() && slots_per_trial_ > slots_) break;  // cannot fit (preflight prevents)
+    // launch_ready() started whatever could start; with nothing running,
+    // nothing ever will (searcher done, or the scheduler holds the rest).
+    if (running_ == 0) break;
 
     auto events = events_.pop_all(milliseconds(50));
     if (groups_) groups_->poll_starting();
@@ -465,6 +534,7 @@ void Driver::loop() {
       Transaction txn(*store_);
       for (Event& event : events) handle(event, replies);
       launch_ready();  // start successors in the same commit
+      save_states(false);
       txn.commit();
       // Only now, with the batch durable, do workers learn the decisions.
       for (auto& [reply, action] : replies) {
@@ -493,6 +563,16 @@ void Driver::loop() {
   }
 }
 
+// Scheduler state (rungs, pauses, lineage) for `tune resume`: saved with the
+// batch at most once a second (its size grows with the trials), and at the end.
+void Driver::save_states(bool force) {
+  const double now = now_seconds();
+  if (!force && now - last_state_save_ < 1.0) return;
+  last_state_save_ = now;
+  store_->set_searcher_state(experiment_.id, {{"suggested", next_index_}});
+  store_->set_scheduler_state(experiment_.id, scheduler_->save_state());
+}
+
 void Driver::finish() {
   const double now = now_seconds();
   Transaction txn(*store_);
@@ -500,10 +580,11 @@ void Driver::finish() {
     if (trial.status == kRunning) {  // abandoned by an interrupt: resumable
       trial.status = kPending;
       store_->set_trial_status(trial.row, kPending, now);
+    } else if (trial.status == kPaused && !interrupted_) {
+      terminate(trial, now);  // the sweep is over: never promoted
     }
   }
-  store_->set_searcher_state(experiment_.id, {{"suggested", next_index_}});
-  store_->set_scheduler_state(experiment_.id, scheduler_->save_state());
+  save_states(true);
   store_->set_experiment_status(experiment_.id, interrupted_ ? "INTERRUPTED" : "FINISHED");
   store_->add_event(experiment_.id, std::nullopt, interrupted_ ? "interrupted" : "finished", Json::object(), now);
   txn.commit();
@@ -536,7 +617,11 @@ void check_experiment_name(const std::string& name) {
   }
 }
 
-void preflight(const SweepSpec& spec, const RunConfig& run, const TrainableFunction& function) {
+void preflight(const SweepSpec& spec, const RunConfig& run, const TrainableFunction& function,
+               bool custom_scheduler) {
+  if (spec.scheduler.type == "custom" && !custom_scheduler) {
+    throw ConfigError("experiment '" + spec.name + "' ran a custom C++ scheduler: pass it again (Tuner::set_scheduler)");
+  }
   spec.validate();
   if (!spec.name.empty()) check_experiment_name(spec.name);
   const RegisteredTrainable* registered = resolve_trainable(spec, function);
@@ -554,11 +639,12 @@ void preflight(const SweepSpec& spec, const RunConfig& run, const TrainableFunct
   // Sampling once catches spaces that parse but cannot resolve.
   auto probe = make_searcher(spec.search, spec.param_space, spec.num_samples, spec.points_to_evaluate);
   (void)probe->suggest(0);
-  (void)make_scheduler(spec.scheduler.type, spec.scheduler.params, spec.metric, spec.mode);
+  if (!custom_scheduler) (void)make_scheduler(spec.scheduler.type, spec.scheduler.params, spec.metric, spec.mode);
 }
 
-std::string run_experiment(SweepSpec spec, const RunConfig& run, TrainableFunction function, bool resume) {
-  Driver driver(std::move(spec), run, std::move(function), resume);
+std::string run_experiment(SweepSpec spec, const RunConfig& run, TrainableFunction function, bool resume,
+                           std::unique_ptr<Scheduler> scheduler) {
+  Driver driver(std::move(spec), run, std::move(function), resume, std::move(scheduler));
   return driver.run();
 }
 

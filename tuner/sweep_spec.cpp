@@ -327,7 +327,8 @@ void SweepSpec::validate() const {
   require(resources.workers >= 1, "resources.workers must be a positive integer, got " + std::to_string(resources.workers));
   require(resources.cpus_per_worker >= 1,
           "resources.cpus_per_worker must be a positive integer, got " + std::to_string(resources.cpus_per_worker));
-  make_scheduler(scheduler.type, scheduler.params, metric, mode);  // throws ConfigError
+  // "custom": a Scheduler object handed to the C++ Tuner, validated there.
+  if (scheduler.type != "custom") make_scheduler(scheduler.type, scheduler.params, metric, mode);
   require(!stop.training_iteration || *stop.training_iteration >= 1,
           "stop.training_iteration must be a positive integer");
   require(!stop.time_budget_s || (*stop.time_budget_s > 0 && std::isfinite(*stop.time_budget_s)),

@@ -78,10 +78,17 @@ Tuner::Tuner(TrainableFunction trainable, SweepSpec spec, RunConfig run)
 Tuner::Tuner(SweepSpec spec, RunConfig run) : spec_(std::move(spec)), run_(std::move(run)) {}
 
 Tuner::~Tuner() = default;
+Tuner::Tuner(Tuner&&) noexcept = default;
+Tuner& Tuner::operator=(Tuner&&) noexcept = default;
 
 ResultGrid Tuner::fit() {
-  std::string name = internal::run_experiment(spec_, run_, trainable_, resume_);
+  std::string name = internal::run_experiment(spec_, run_, trainable_, resume_, std::move(scheduler_));
   return load_results(run_.storage_path, name);
+}
+
+Tuner& Tuner::set_scheduler(std::unique_ptr<Scheduler> scheduler) {
+  scheduler_ = std::move(scheduler);
+  return *this;
 }
 
 Tuner Tuner::restore(const std::string& name, RunConfig run, TrainableFunction trainable) {

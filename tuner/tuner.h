@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "schedulers/scheduler.h"
 #include "search/search_space.h"
 #include "storage/store.h"
 #include "trainer/session.h"
@@ -94,6 +95,8 @@ class Tuner {
   // Runs the registered trainable spec.trainable (in-process or MPI groups).
   explicit Tuner(SweepSpec spec, RunConfig run = {});
   ~Tuner();
+  Tuner(Tuner&&) noexcept;
+  Tuner& operator=(Tuner&&) noexcept;
 
   // Runs the sweep to the end (or time budget / SIGINT) and returns every
   // trial's result. Throws ConfigError before touching the store if the spec
@@ -106,12 +109,18 @@ class Tuner {
   static Tuner restore(const std::string& name, RunConfig run = {},
                        TrainableFunction trainable = {});
 
+  // Uses `scheduler` (your own Scheduler subclass, schedulers/scheduler.h)
+  // instead of spec.scheduler; the store records its type as "custom", so
+  // restoring such an experiment needs the scheduler passed again.
+  Tuner& set_scheduler(std::unique_ptr<Scheduler> scheduler);
+
  private:
   Tuner() = default;
   TrainableFunction trainable_;
   SweepSpec spec_;
   RunConfig run_;
   bool resume_ = false;
+  std::unique_ptr<Scheduler> scheduler_;
 };
 
 // Reads an experiment's results from a store (what fit() returns).

@@ -1,0 +1,161 @@
+// The driver acting on scheduler decisions (pause, resume, exploit), with
+// scripted schedulers handed to the Tuner.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <iomanip>
+#include <mutex>
+#include <set>
+#include <vector>
+
+#include "schedulers/scheduler.h"
+#include "test_util.h"
+#include "tuner/error.h"
+#include "tuner/tuner.h"
+
+namespace tune {
+namespace {
+
+using testing::TempDir;
+
+RunConfig quiet_run(const TempDir& dir, int slots) {
+  RunConfig run;
+  run.storage_path = dir.path();
+  run.verbose = false;
+  run.slots = slots;
+  return run;
+}
+
+SweepSpec spec_of(const std::string& name, int samples) {
+  SweepSpec spec;
+  spec.name = name;
+  spec.metric = "loss";
+  spec.mode = "min";
+  spec.num_samples = samples;
+  spec.search.seed = 1;
+  spec.param_space.add("x", uniform(0, 1));
+  return spec;
+}
+
+// Checkpoints every iteration; its state is the sum of the x values it trained with.
+void counting_trainable(Session& s) {
+  double state = 0;
+  if (s.checkpoint()) std::ifstream(s.checkpoint()->path + "/state") >> state;
+  for (int64_t i = s.iteration() + 1; i <= 6; ++i) {
+    state += s.config()["x"].get<double>();
+    std::string dir = s.make_checkpoint_dir();
+    std::ofstream(dir + "/state") << std::setprecision(17) << state;
+    s.report({{"loss", 1.0 / i}, {"state", state}}, dir);
+  }
+}
+
+// Pauses each trial once at iteration 2; resumes paused trials oldest first,
+// but only once every trial has reached its pause (so new trials go first).
+class PauseOnce : public Scheduler {
+ public:
+  explicit PauseOnce(int trials) : trials_(trials) {}
+  TrialDecision on_result(int64_t trial, const Json& result) override {
+    if (result["training_iteration"] == 2 && paused_once_.insert(trial).second) return TrialDecision::pause();
+    return TrialDecision::next();
+  }
+  std::optional<int64_t> choose_trial_to_run(const std::vector<int64_t>& paused) override {
+    if (static_cast<int>(paused_once_.size()) < trials_) return std::nullopt;
+    return paused.front();
+  }
+  std::set<int64_t> paused_once_;
+  int trials_;
+};
+
+TEST(SchedulerIntegration, PausedTrialsResumeFromTheirCheckpointWithContinuousIterations) {
+  TempDir dir;
+  Tuner tuner(counting_trainable, spec_of("pause", 3), quiet_run(dir, 1));
+  tuner.set_scheduler(std::make_unique<PauseOnce>(3));
+  ResultGrid results = tuner.fit();
+  ASSERT_EQ(results.num_terminated(), 3);
+
+  auto store = Store::open(dir.path(), true);
+  auto experiment = store->find_experiment("pause");
+  std::vector<std::pair<int64_t, int64_t>> order;  // (trial, iteration) as committed
+  for (const auto& trial : store->trials(experiment->id)) {
+    auto rows = store->results(trial.id);
+    ASSERT_EQ(rows.size(), 6u);
+    for (size_t i = 0; i < rows.size(); ++i) EXPECT_EQ(rows[i].iteration, static_cast<int64_t>(i + 1));
+    EXPECT_EQ(trial.attempts, 2);
+    const double x = trial.config["x"];
+    EXPECT_DOUBLE_EQ(trial.last_result["state"].get<double>(), 6 * x);  // restored, not restarted
+    for (const auto& r : rows) order.emplace_back(r.id, trial.trial_index);
+  }
+  // One slot: every trial reached its pause before any resumed.
+  std::sort(order.begin(), order.end());
+  std::vector<int64_t> sequence;
+  for (const auto& [id, trial] : order) sequence.push_back(trial);
+  EXPECT_EQ(sequence, (std::vector<int64_t>{0, 0, 1, 1, 2, 2, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2}));
+}
+
+// Trial 1 copies trial 0 at iteration 3 with x = 10.
+class ExploitOnce : public Scheduler {
+ public:
+  TrialDecision on_result(int64_t trial, const Json& result) override {
+    if (trial == 1 && result["training_iteration"] == 3 && !done_) {
+      done_ = true;
+      return TrialDecision::exploit(0, {{"x", 10.0}});
+    }
+    return TrialDecision::next();
+  }
+  bool done_ = false;
+};
+
+TEST(SchedulerIntegration, AnExploitClonesTheDonorsCheckpointAndRecordsTheLineage) {
+  TempDir dir;
+  Tuner tuner(counting_trainable, spec_of("exploit", 2), quiet_run(dir, 1));
+  tuner.set_scheduler(std::make_unique<ExploitOnce>());
+  ResultGrid results = tuner.fit();
+  ASSERT_EQ(results.num_terminated(), 2);
+
+  auto store = Store::open(dir.path(), true);
+  auto experiment = store->find_experiment("exploit");
+  auto trials = store->trials(experiment->id);
+  const double x0 = trials[0].config["x"];
+  auto lineage = store->exploits(experiment->id);
+  ASSERT_EQ(lineage.size(), 1u);
+  EXPECT_EQ(lineage[0].trial_id, trials[1].id);
+  EXPECT_EQ(lineage[0].donor_trial_id, trials[0].id);
+  EXPECT_EQ(lineage[0].iteration, 3);
+  EXPECT_EQ(lineage[0].donor_iteration, 6);  // one slot: trial 0 had finished
+  EXPECT_EQ(lineage[0].new_config, (Json{{"x", 10.0}}));
+  EXPECT_EQ(trials[1].config, (Json{{"x", 10.0}}));
+  // Trial 1 continued from trial 0's state (6 x0) for iterations 4..6 with x = 10.
+  EXPECT_DOUBLE_EQ(trials[1].last_result["state"].get<double>(), 6 * x0 + 3 * 10.0);
+  EXPECT_EQ(trials[1].last_result["training_iteration"], 6);
+  auto rows = store->results(trials[1].id);
+  ASSERT_EQ(rows.size(), 6u);
+  EXPECT_EQ(rows[3].iteration, 4);
+}
+
+// Pauses everything at iteration 1 and never resumes.
+class PauseForever : public Scheduler {
+ public:
+  TrialDecision on_result(int64_t, const Json&) override { return TrialDecision::pause(); }
+};
+
+TEST(SchedulerIntegration, TrialsStillPausedWhenTheSweepEndsAreTerminated) {
+  TempDir dir;
+  Tuner tuner(counting_trainable, spec_of("forever", 3), quiet_run(dir, 2));
+  tuner.set_scheduler(std::make_unique<PauseForever>());
+  ResultGrid results = tuner.fit();
+  EXPECT_EQ(results.num_terminated(), 3);
+  for (const auto& r : results.results()) EXPECT_EQ(r.metrics["training_iteration"], 1);
+}
+
+TEST(SchedulerIntegration, ACustomSchedulerIsRecordedAndNeededAgainToResume) {
+  TempDir dir;
+  Tuner tuner(counting_trainable, spec_of("custom", 1), quiet_run(dir, 1));
+  tuner.set_scheduler(std::make_unique<PauseForever>());
+  tuner.fit();
+  auto store = Store::open(dir.path(), true);
+  EXPECT_EQ(store->find_experiment("custom")->spec["scheduler"]["type"], "custom");
+  EXPECT_THROW(Tuner::restore("custom", quiet_run(dir, 1), counting_trainable).fit(), ConfigError);
+}
+
+}  // namespace
+}  // namespace tune

@@ -1,0 +1,46 @@
+#include "tuner/checkpoints.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "tuner/error.h"
+#include "tuner/session_base.h"
+
+namespace tune::internal {
+
+namespace fs = std::filesystem;
+
+void prune_checkpoints(Store& store, int64_t trial_row, const CheckpointOptions& options, const std::string& mode) {
+  if (options.num_to_keep <= 0) return;
+  const std::string order = options.score_order.empty() ? mode : options.score_order;
+  auto live = store.checkpoints(trial_row);
+  if (static_cast<int>(live.size()) <= options.num_to_keep) return;
+  const int64_t latest_id = live.back().id;
+  std::stable_sort(live.begin(), live.end(), [&](const CheckpointRecord& a, const CheckpointRecord& b) {
+    if (a.score.has_value() != b.score.has_value()) return a.score.has_value();
+    if (!a.score) return a.iteration > b.iteration;
+    return order == "max" ? *a.score > *b.score : *a.score < *b.score;
+  });
+  for (size_t i = static_cast<size_t>(options.num_to_keep); i < live.size(); ++i) {
+    if (live[i].id == latest_id) continue;
+    std::error_code ec;
+    fs::remove_all(live[i].path, ec);
+    store.mark_checkpoint_deleted(live[i].id);
+  }
+}
+
+fs::path clone_checkpoint(const std::string& donor_checkpoint, const fs::path& trial_dir, int64_t iteration,
+                          int64_t donor_index) {
+  char name[80];
+  std::snprintf(name, sizeof name, "checkpoint_%06lld_from_%s", static_cast<long long>(iteration),
+                trial_name(donor_index).c_str());
+  const fs::path target = trial_dir / name;
+  std::error_code ec;
+  fs::remove_all(target, ec);
+  fs::create_directories(trial_dir, ec);
+  fs::copy(donor_checkpoint, target, fs::copy_options::recursive, ec);
+  if (ec) throw Error("cannot copy checkpoint " + donor_checkpoint + " to " + target.string() + ": " + ec.message());
+  return target;
+}
+
+}  // namespace tune::internal
