@@ -148,9 +148,26 @@ int list_trials(const QueryOptions& options, std::ostream& out) {
   std::vector<Filter> filters;
   for (const auto& f : options.filters) filters.push_back(parse_filter(f));
 
+  auto all_trials = store->trials(experiment.id);
+  // PBT lineage: per trial row id, its exploits in order.
+  std::map<int64_t, int64_t> index_of;
+  for (const auto& t : all_trials) index_of[t.id] = t.trial_index;
+  std::map<int64_t, Json> lineage;
+  for (const auto& e : store->exploits(experiment.id)) {
+    lineage[e.trial_id].push_back({{"donor", internal::trial_name(index_of[e.donor_trial_id])},
+                                   {"iteration", e.iteration}, {"donor_iteration", e.donor_iteration},
+                                   {"old_config", e.old_config}, {"new_config", e.new_config}});
+  }
   std::vector<std::pair<TrialRecord, Json>> rows;
-  for (auto& trial : store->trials(experiment.id)) {
+  for (auto& trial : all_trials) {
     Json row = trial_row(*store, trial, mode);
+    if (lineage.count(trial.id)) {
+      std::string text;
+      for (const auto& e : lineage[trial.id]) {
+        text += (text.empty() ? "" : " ") + e["donor"].get<std::string>() + "@" + std::to_string(e["iteration"].get<int64_t>());
+      }
+      row["exploited"] = text;
+    }
     bool keep = true;
     for (const auto& f : filters) keep = keep && matches(row.contains(f.key) ? row[f.key] : Json(nullptr), f);
     if (keep) rows.emplace_back(std::move(trial), std::move(row));
@@ -181,7 +198,8 @@ int list_trials(const QueryOptions& options, std::ostream& out) {
                       {"status", trial.status}, {"config", trial.config}, {"iteration", trial.last_iteration},
                       {"attempts", trial.attempts}, {"last_result", trial.last_result},
                       {"error", trial.error.empty() ? Json(nullptr) : Json(trial.error)},
-                      {"checkpoint", best_checkpoint(*store, trial.id, mode)}});
+                      {"checkpoint", best_checkpoint(*store, trial.id, mode)},
+                      {"exploits", lineage.count(trial.id) ? lineage[trial.id] : Json::array()}});
     }
     out << list.dump(2) << "\n";
     return 0;
@@ -200,8 +218,11 @@ int list_trials(const QueryOptions& options, std::ostream& out) {
   }
   ordered.push_back("iter");
   for (const auto& key : header) {
-    if (std::find(ordered.begin(), ordered.end(), key) == ordered.end() && key != "error") ordered.push_back(key);
+    if (std::find(ordered.begin(), ordered.end(), key) == ordered.end() && key != "error" && key != "exploited") {
+      ordered.push_back(key);
+    }
   }
+  if (!lineage.empty()) ordered.push_back("exploited");
   ordered.push_back("error");
   if (rows.empty()) ordered = {"trial", "status", "iter"};
   std::vector<std::vector<std::string>> table;

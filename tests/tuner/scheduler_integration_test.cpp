@@ -130,6 +130,16 @@ TEST(SchedulerIntegration, AnExploitClonesTheDonorsCheckpointAndRecordsTheLineag
   auto rows = store->results(trials[1].id);
   ASSERT_EQ(rows.size(), 6u);
   EXPECT_EQ(rows[3].iteration, 4);
+
+  // `tune trials` shows the lineage.
+  auto listed = testing::run_tune("trials exploit --storage " + dir.path() + " --json");
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  Json json = Json::parse(listed.out);
+  ASSERT_EQ(json[1]["exploits"].size(), 1u);
+  EXPECT_EQ(json[1]["exploits"][0]["donor"], "trial_00000");
+  EXPECT_EQ(json[1]["exploits"][0]["iteration"], 3);
+  auto table = testing::run_tune("trials exploit --storage " + dir.path());
+  EXPECT_NE(table.out.find("trial_00000@3"), std::string::npos) << table.out;
 }
 
 // Pauses everything at iteration 1 and never resumes.
