@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034  # (variables are used by the sourcing scripts)
 # Shared by bench/*/run.sh (sourced). Defines ROOT, BUILD_DIR, PYTHON and:
 #   bench_build TARGET...   configure build-bench (once) and build the targets
 #   note MESSAGE...         progress on stderr (stdout is the table + JSON)

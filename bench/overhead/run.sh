@@ -3,6 +3,7 @@
 # (SQLite storage). Figures and method: bench/README.md. --quick: small sizes,
 # for checking the script (figures not comparable).
 set -euo pipefail
+# shellcheck source=bench/lib/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 
 QUICK=0
