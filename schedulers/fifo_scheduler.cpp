@@ -1,6 +1,6 @@
 // FIFO: every trial runs until its stop criteria; the default scheduler.
-#include "schedulers/scheduler.h"
-#include "tuner/error.h"
+#include "schedulers/params.h"
+#include "schedulers/scheduler_factory.h"
 
 namespace tune {
 namespace {
@@ -12,20 +12,9 @@ class FifoScheduler : public Scheduler {
 
 }  // namespace
 
-const std::vector<std::string>& scheduler_names() {
-  static const std::vector<std::string> names = {"fifo"};
-  return names;
-}
-
-std::unique_ptr<Scheduler> make_scheduler(const std::string& type, const Json& params,
-                                          const std::string&, const std::string&) {
-  if (type == "fifo") {
-    if (params.is_object() && !params.empty()) {
-      throw ConfigError("scheduler fifo takes no options, got '" + params.begin().key() + "'");
-    }
-    return std::make_unique<FifoScheduler>();
-  }
-  throw ConfigError("unknown scheduler '" + type + "' (expected fifo)");
+std::unique_ptr<Scheduler> internal::make_fifo(const Json& params) {
+  internal::SchedulerParams p("fifo", params, {});
+  return std::make_unique<FifoScheduler>();
 }
 
 }  // namespace tune

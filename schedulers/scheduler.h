@@ -64,6 +64,13 @@ class Scheduler {
   virtual std::optional<int64_t> choose_trial_to_run(const std::vector<int64_t>& /*paused*/) {
     return std::nullopt;
   }
+  // The driver is about to resume `trial_index`, the paused trial
+  // choose_trial_to_run() returned: kContinue resumes it from its latest
+  // checkpoint, kStop ends it (TERMINATED) without running it, kExploit
+  // clones `donor`'s latest checkpoint and config first (synchronous PBT).
+  virtual TrialDecision on_trial_resume(int64_t /*trial_index*/) { return TrialDecision::next(); }
+  // The searcher has no more configs: no trial will be added from now on.
+  virtual void on_no_more_trials() {}
   // False while the scheduler wants paused trials resolved before new ones
   // start (synchronous HyperBand / PBT). Default: true.
   virtual bool can_start_new_trial() const { return true; }

@@ -121,6 +121,23 @@ bool Driver::launch_ready() {
     if (pending_.empty() && !paused_.empty()) {
       resumed = scheduler_->choose_trial_to_run(std::vector<int64_t>(paused_.begin(), paused_.end()));
       if (resumed && !paused_.erase(*resumed)) resumed.reset();  // not a paused trial: ignore
+      if (resumed) {
+        // The scheduler may end the chosen trial (HyperBand's losers) or
+        // exploit it (synchronous PBT) instead of resuming it as it is.
+        TrialState& trial = trials_.at(*resumed);
+        TrialDecision decision = scheduler_->on_trial_resume(*resumed);
+        if (decision.action == TrialAction::kStop) {
+          terminate(trial, now_seconds());
+          continue;
+        }
+        if (decision.action == TrialAction::kExploit) {
+          auto donor = trials_.find(decision.donor);
+          if (donor != trials_.end() && donor->second.checkpoint && decision.donor != *resumed) {
+            exploit(trial, decision);  // queues it first in pending_
+            continue;
+          }
+        }
+      }
     }
     if (!pending_.empty()) {
       index = pending_.front();
@@ -131,7 +148,10 @@ bool Driver::launch_ready() {
       std::optional<Json> config = searcher_->suggest(next_index_);
       if (!config) {
         searcher_done_ = true;
-        break;
+        // Schedulers waiting for more trials (a HyperBand bracket that will
+        // not fill up) decide with what they have; then look again.
+        scheduler_->on_no_more_trials();
+        continue;
       }
       index = next_index_++;
       TrialState trial;

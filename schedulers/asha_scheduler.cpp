@@ -1,0 +1,192 @@
+// ASHA (Li et al. 2018, "A System for Massively Parallel Hyperparameter
+// Tuning"), two modes:
+// - stopping (Ray's AsyncHyperBandScheduler): a trial reaching a rung
+//   continues only if its score is at least the (1 - 1/rf) percentile of the
+//   scores recorded at that rung so far; otherwise it stops.
+// - promotion (the paper's algorithm): a trial pauses at each rung; when a slot
+//   frees, get_job promotes the best not-yet-promoted trial among the top
+//   floor(n/rf) of the highest rung that has one, else a new trial starts.
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "schedulers/params.h"
+#include "schedulers/scheduler.h"
+#include "schedulers/scheduler_factory.h"
+#include "schedulers/successive_halving.h"
+
+namespace tune {
+namespace {
+
+using internal::number_at;
+
+struct AshaRung {
+  double milestone = 0;
+  std::vector<std::pair<int64_t, double>> recorded;  // (trial, score), arrival order
+  std::vector<int64_t> promoted;
+  bool has(int64_t trial) const {
+    return std::any_of(recorded.begin(), recorded.end(), [&](const auto& r) { return r.first == trial; });
+  }
+  bool was_promoted(int64_t trial) const { return std::find(promoted.begin(), promoted.end(), trial) != promoted.end(); }
+};
+
+class AshaScheduler : public Scheduler {
+ public:
+  AshaScheduler(const Json& params, const std::string& metric, const std::string& mode) {
+    internal::SchedulerParams p("asha", params,
+                                {"time_attr", "metric", "mode", "max_t", "grace_period", "reduction_factor", "brackets",
+                                 "stop_last_trials", "promotion"});
+    time_attr_ = p.string("time_attr", "training_iteration");
+    metric_ = p.metric(metric);
+    sign_ = p.mode(mode) == "max" ? 1.0 : -1.0;
+    max_t_ = p.number("max_t", 100, 0, false);
+    grace_ = p.number("grace_period", 1, 0, false);
+    rf_ = p.number("reduction_factor", 4, 1, false);
+    const int64_t brackets = p.integer("brackets", 1, 1);
+    stop_last_ = p.boolean("stop_last_trials", true);
+    promotion_ = p.boolean("promotion", false);
+    if (grace_ > max_t_) p.fail("grace_period", "must be <= max_t (" + Json(max_t_).dump() + ")");
+    for (int64_t s = 0; s < brackets; ++s) {
+      std::vector<double> milestones = asha_milestones(grace_, rf_, max_t_, static_cast<int>(s));
+      if (milestones.empty()) break;  // grace * rf^s beyond max_t: no more brackets
+      std::vector<AshaRung> rungs;
+      for (double m : milestones) rungs.push_back({m, {}, {}});
+      brackets_.push_back(std::move(rungs));
+    }
+  }
+
+  void on_trial_add(int64_t trial, const Json&) override {
+    if (!bracket_of_.count(trial)) bracket_of_[trial] = static_cast<int>(added_++ % static_cast<int64_t>(brackets_.size()));
+  }
+
+  TrialDecision on_result(int64_t trial, const Json& result) override {
+    on_trial_add(trial, nullptr);
+    double t = 0, value = 0;
+    if (!number_at(result, time_attr_, &t) || !number_at(result, metric_, &value)) return TrialDecision::next();
+    const double score = sign_ * value;
+    std::vector<AshaRung>& rungs = brackets_[bracket_of_[trial]];
+    if (t >= max_t_ && stop_last_) {
+      if (promotion_) record_if_new(rungs, trial, t, score);
+      return TrialDecision::stop();
+    }
+    return promotion_ ? promotion_decision(rungs, trial, t, score) : stopping_decision(rungs, trial, t, score);
+  }
+
+  std::optional<int64_t> choose_trial_to_run(const std::vector<int64_t>& paused) override {
+    if (!promotion_) return std::nullopt;
+    // get_job: the highest rung (across brackets) with a promotable trial.
+    AshaRung* best_rung = nullptr;
+    int64_t best_trial = -1;
+    for (auto& rungs : brackets_) {
+      for (size_t k = 0; k + 1 < rungs.size(); ++k) {
+        AshaRung& rung = rungs[k];
+        std::optional<int64_t> candidate = promotable(rung, paused);
+        if (candidate && (!best_rung || rung.milestone > best_rung->milestone)) {
+          best_rung = &rung;
+          best_trial = *candidate;
+        }
+      }
+    }
+    if (!best_rung) return std::nullopt;
+    best_rung->promoted.push_back(best_trial);
+    return best_trial;
+  }
+
+  void on_trial_error(int64_t trial) override { dead_.push_back(trial); }
+  void on_trial_complete(int64_t trial, const Json&) override { dead_.push_back(trial); }
+
+  Json save_state() const override {
+    Json brackets = Json::array();
+    for (const auto& rungs : brackets_) {
+      Json b = Json::array();
+      for (const auto& rung : rungs) b.push_back({{"milestone", rung.milestone}, {"recorded", rung.recorded}, {"promoted", rung.promoted}});
+      brackets.push_back(b);
+    }
+    Json bracket_of = Json::array();
+    for (const auto& [trial, b] : bracket_of_) bracket_of.push_back({trial, b});
+    return {{"brackets", brackets}, {"bracket_of", bracket_of}, {"added", added_}, {"dead", dead_}};
+  }
+
+  void restore_state(const Json& state) override {
+    const Json& brackets = state.at("brackets");
+    for (size_t b = 0; b < brackets.size() && b < brackets_.size(); ++b) {
+      for (size_t k = 0; k < brackets[b].size() && k < brackets_[b].size(); ++k) {
+        brackets_[b][k].recorded = brackets[b][k].at("recorded").get<std::vector<std::pair<int64_t, double>>>();
+        brackets_[b][k].promoted = brackets[b][k].at("promoted").get<std::vector<int64_t>>();
+      }
+    }
+    for (const auto& pair : state.at("bracket_of")) bracket_of_[pair[0].get<int64_t>()] = pair[1].get<int>();
+    added_ = state.at("added").get<int64_t>();
+    dead_ = state.at("dead").get<std::vector<int64_t>>();
+  }
+
+ private:
+  // Ray: at the highest milestone reached and not yet recorded, compare with
+  // the (1 - 1/rf) percentile of what is already there, then record.
+  TrialDecision stopping_decision(std::vector<AshaRung>& rungs, int64_t trial, double t, double score) {
+    for (auto it = rungs.rbegin(); it != rungs.rend(); ++it) {
+      if (t < it->milestone || it->has(trial)) continue;
+      std::optional<double> cutoff;
+      if (!it->recorded.empty()) {
+        std::vector<double> scores;
+        for (const auto& r : it->recorded) scores.push_back(r.second);
+        cutoff = internal::percentile(scores, (1 - 1 / rf_) * 100);
+      }
+      it->recorded.emplace_back(trial, score);
+      if (cutoff && score < *cutoff) return TrialDecision::stop();
+      break;
+    }
+    return TrialDecision::next();
+  }
+
+  // Paper: pause at every rung but the last (where the trial is done).
+  TrialDecision promotion_decision(std::vector<AshaRung>& rungs, int64_t trial, double t, double score) {
+    for (size_t k = rungs.size(); k-- > 0;) {
+      AshaRung& rung = rungs[k];
+      if (t < rung.milestone) continue;
+      if (rung.has(trial)) return TrialDecision::next();  // re-reporting after a resume below its next rung
+      rung.recorded.emplace_back(trial, score);
+      return k + 1 == rungs.size() ? TrialDecision::stop() : TrialDecision::pause();
+    }
+    return TrialDecision::next();
+  }
+
+  void record_if_new(std::vector<AshaRung>& rungs, int64_t trial, double t, double score) {
+    for (auto it = rungs.rbegin(); it != rungs.rend(); ++it) {
+      if (t >= it->milestone) {
+        if (!it->has(trial)) it->recorded.emplace_back(trial, score);
+        return;
+      }
+    }
+  }
+
+  // The best trial of the rung's top floor(n / rf) not promoted yet, if paused.
+  std::optional<int64_t> promotable(const AshaRung& rung, const std::vector<int64_t>& paused) const {
+    std::vector<std::pair<int64_t, double>> ranked = rung.recorded;
+    std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+    const auto top = static_cast<size_t>(std::floor(static_cast<double>(ranked.size()) / rf_ + 1e-9));
+    for (size_t i = 0; i < top && i < ranked.size(); ++i) {
+      const int64_t trial = ranked[i].first;
+      if (rung.was_promoted(trial)) continue;
+      if (std::find(paused.begin(), paused.end(), trial) == paused.end()) continue;  // running elsewhere or gone
+      return trial;
+    }
+    return std::nullopt;
+  }
+
+  std::string time_attr_, metric_;
+  double sign_ = -1, max_t_ = 100, grace_ = 1, rf_ = 4;
+  bool stop_last_ = true, promotion_ = false;
+  std::vector<std::vector<AshaRung>> brackets_;
+  std::map<int64_t, int> bracket_of_;
+  int64_t added_ = 0;
+  std::vector<int64_t> dead_;
+};
+
+}  // namespace
+
+std::unique_ptr<Scheduler> internal::make_asha(const Json& params, const std::string& metric, const std::string& mode) {
+  return std::make_unique<AshaScheduler>(params, metric, mode);
+}
+
+}  // namespace tune
