@@ -24,7 +24,7 @@ namespace {
 
 const std::vector<std::string> kBayesKeys = {
     "n_initial_points", "acquisition", "xi", "kappa", "parallel", "n_candidates", "n_refine", "refine_evaluations",
-    "gp_restarts", "early_stopped", "min_pending_distance"};
+    "gp_restarts", "early_stopped", "min_pending_distance", "max_fit_points"};
 
 double log_normal_cdf(double z) {
   if (z > -5) return std::log(normal_cdf(z));
@@ -103,8 +103,10 @@ class BayesSearcher : public Searcher {
     refine_evaluations_ = param_int(p, "refine_evaluations", 30, 1, 100000);
     gp_options_.restarts = static_cast<int>(param_int(p, "gp_restarts", 3, 0, 1000));
     gp_options_.warm_start = false;  // fits must not depend on history (exact resume)
+    gp_options_.max_restart_points = 64;
     early_stopped_ = param_choice(p, "early_stopped", "rank_below", {"rank_below", "as_is"});
     min_pending_distance_ = param_double(p, "min_pending_distance", 0.01, 0.0, 1.0);
+    max_fit_points_ = param_int(p, "max_fit_points", 300, 10, 100000);
   }
 
   std::optional<Json> suggest(int64_t i) override {
@@ -192,9 +194,13 @@ class BayesSearcher : public Searcher {
     std::vector<std::pair<int64_t, double>> key;
     for (int64_t k = 0; k < n_fit; ++k) key.emplace_back(indices[static_cast<size_t>(k)], y[static_cast<size_t>(k)]);
     if (key != fit_key_) {
+      // At most max_fit_points (the latest of the prefix) enter the fit: its
+      // cost grows as n^3 per likelihood evaluation.
+      const int64_t first = std::max<int64_t>(0, n_fit - max_fit_points_);
       GaussianProcess fit_gp(gp_options_);
-      fit_gp.fit(std::vector<std::vector<double>>(x.begin(), x.begin() + n_fit),
-                 std::vector<double>(y.begin(), y.begin() + n_fit), seed_ ^ (static_cast<uint64_t>(n_fit) * 0x9e3779b97f4a7c15ULL));
+      fit_gp.fit(std::vector<std::vector<double>>(x.begin() + first, x.begin() + n_fit),
+                 std::vector<double>(y.begin() + first, y.begin() + n_fit),
+                 seed_ ^ (static_cast<uint64_t>(n_fit) * 0x9e3779b97f4a7c15ULL));
       hyper_ = fit_gp.hyperparameters();
       fit_key_ = key;
     }
@@ -363,6 +369,7 @@ class BayesSearcher : public Searcher {
   int64_t n_candidates_ = 512, n_refine_ = 4, refine_evaluations_ = 30;
   GpOptions gp_options_;
   double min_pending_distance_ = 0.01;
+  int64_t max_fit_points_ = 300;
   std::vector<std::vector<double>> pending_now_;  // during propose(): pending points (unit cube)
   std::map<int64_t, Json> configs_;         // every suggested (or restored) config
   std::map<int64_t, Observation> finished_;  // finished trials

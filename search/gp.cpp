@@ -281,22 +281,38 @@ void GaussianProcess::fit(const std::vector<std::vector<double>>& x, const std::
     s[static_cast<size_t>(d) + 2] = -1.0 + 2.0 * u(rng);
     starts.push_back(clamp(s));
   }
-  for (auto& s : starts) {
-    nlopt::opt opt(nlopt::LD_LBFGS, static_cast<unsigned>(p));
-    opt.set_lower_bounds(lb);
-    opt.set_upper_bounds(ub);
-    opt.set_min_objective(objective, &ctx);
-    opt.set_maxeval(std::max(1, o.max_evaluations));
-    opt.set_ftol_rel(1e-9);
-    opt.set_xtol_rel(1e-7);
-    double f = 0;
-    try {
-      opt.optimize(s, f);
-    } catch (const std::exception&) {
-      // roundoff-limited or similar: the best point seen is kept below.
+  auto optimize = [&](const Impl* data, std::vector<std::vector<double>> from) {
+    best = Best{};
+    ctx.impl = data;
+    for (auto& s : from) {
+      nlopt::opt opt(nlopt::LD_LBFGS, static_cast<unsigned>(p));
+      opt.set_lower_bounds(lb);
+      opt.set_upper_bounds(ub);
+      opt.set_min_objective(objective, &ctx);
+      opt.set_maxeval(std::max(1, o.max_evaluations));
+      opt.set_ftol_rel(1e-7);
+      opt.set_xtol_rel(1e-6);
+      double f = 0;
+      try {
+        opt.optimize(s, f);
+      } catch (const std::exception&) {
+        // roundoff-limited or similar: the best point seen is kept.
+      }
     }
+    return best.theta.empty() ? from[0] : best.theta;
+  };
+  const auto n = static_cast<int>(impl_->X.rows());
+  if (o.max_restart_points > 0 && n > o.max_restart_points && starts.size() > 1) {
+    // Multi-start on the latest points only, then polish the winner on all.
+    Impl subset;
+    std::vector<std::vector<double>> xs(x.end() - o.max_restart_points, x.end());
+    std::vector<double> ys(y.end() - o.max_restart_points, y.end());
+    subset.set(xs, ys);
+    std::vector<double> winner = optimize(&subset, starts);
+    best.theta = optimize(impl_.get(), {winner});
+  } else {
+    best.theta = optimize(impl_.get(), starts);
   }
-  if (best.theta.empty()) best.theta = starts[0];
   impl_->posterior(to_hyper(best.theta, d));
 }
 

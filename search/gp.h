@@ -32,7 +32,7 @@ struct GpOptions {
   // starting point (or the previous fit's hyperparameters, see warm_start).
   int restarts = 4;
   // Maximum log-likelihood evaluations per start.
-  int max_evaluations = 150;
+  int max_evaluations = 100;
   // Box bounds on the hyperparameters (lengthscales in unit-cube units,
   // variances in standardized units).
   double min_lengthscale = 0.01, max_lengthscale = 20.0;
@@ -46,6 +46,10 @@ struct GpOptions {
   bool use_priors = true;
   // Start the optimizer from the previous fit's hyperparameters too.
   bool warm_start = true;
+  // When > 0 and there are more points: the multi-start phase runs on the
+  // latest max_restart_points points only, and the best start is then
+  // polished on all of them (cheaper fits for large data sets).
+  int max_restart_points = 0;
 };
 
 // Hyperparameters in natural units (targets standardized).

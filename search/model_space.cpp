@@ -94,7 +94,7 @@ ModelSpace::ModelSpace(const SearchSpace& space, const std::string& algorithm) :
 std::optional<double> ModelSpace::internal(size_t i, const Json& config) const {
   const ModelVariable& v = variables_[i];
   const Json* value = find_path(config, v.path);
-  if (!value || value->is_null()) return std::nullopt;
+  if (!value) return std::nullopt;
   if (v.type == ModelVariable::Type::kCategorical) {
     for (size_t c = 0; c < v.choices.size(); ++c)
       if (v.choices[c] == *value) return static_cast<double>(c);

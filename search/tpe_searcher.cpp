@@ -274,8 +274,11 @@ class TpeSearcher : public Searcher {
       for (const auto& [index, config] : configs_)
         if (!finished_.count(index) && index != i) entries.push_back({index, inf, 0.0, &config});
 
+    // gamma counts finished trials only (Optuna ignores running ones there).
+    size_t n_scored = 0;
+    for (const auto& e : entries) n_scored += e.step_key < inf;
     const size_t n = entries.size();
-    const size_t n_below = std::min<size_t>(static_cast<size_t>(std::ceil(gamma_ * static_cast<double>(n))),
+    const size_t n_below = std::min<size_t>(static_cast<size_t>(std::ceil(gamma_ * static_cast<double>(n_scored))),
                                             static_cast<size_t>(gamma_max_));
     std::vector<Entry> ranked = entries;
     std::stable_sort(ranked.begin(), ranked.end(), [](const Entry& a, const Entry& b) {
