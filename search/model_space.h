@@ -115,4 +115,9 @@ std::unique_ptr<Searcher> make_bayes_searcher(const SearchOptions& options, uint
 std::unique_ptr<Searcher> make_tpe_searcher(const SearchOptions& options, uint64_t seed, const SearchSpace& space,
                                             const std::vector<Json>& points_to_evaluate, int64_t total);
 
+// Testing hook: log-density of the TPE Parzen estimator built from the
+// `observed` configs (one joint estimator over every variable), at `at`.
+std::vector<double> tpe_parzen_log_pdf(const SearchSpace& space, const std::vector<Json>& observed,
+                                       const std::vector<Json>& at, bool multivariate, bool exact_pdf = false);
+
 }  // namespace tune::internal

@@ -23,7 +23,7 @@ namespace {
 
 const std::vector<std::string> kTpeKeys = {"n_startup_trials", "n_ei_candidates", "gamma", "gamma_max",
                                            "multivariate", "constant_liar", "prior_weight", "consider_magic_clip",
-                                           "consider_endpoints", "early_stopped"};
+                                           "consider_endpoints", "early_stopped", "exact_pdf"};
 
 double logsumexp(const std::vector<double>& v) {
   double m = -std::numeric_limits<double>::infinity();
@@ -50,6 +50,7 @@ std::vector<double> default_weights(size_t n) {
 struct TpeParams {
   double prior_weight = 1.0;
   bool magic_clip = true, endpoints = false, multivariate = false;
+  bool exact_pdf = false;
 };
 
 // One Parzen estimator over a set of variables (all of them when
@@ -59,7 +60,7 @@ class Parzen {
   // obs[k][j]: internal value of variable vars[j] in observation k.
   Parzen(const ModelSpace& space, std::vector<size_t> vars, const std::vector<std::vector<double>>& obs,
          const TpeParams& p)
-      : space_(space), vars_(std::move(vars)) {
+      : space_(space), vars_(std::move(vars)), exact_pdf_(p.exact_pdf) {
     const size_t n = obs.size();
     std::vector<double> w = default_weights(n);
     w.push_back(p.prior_weight);  // consider_prior (always on, as Optuna's default)
@@ -173,7 +174,10 @@ class Parzen {
           lp = mass > 1e-300 ? std::log(mass)
                              : std::log(d.q) - 0.5 * std::pow((point[j] - mu) / sg, 2) - std::log(sg * std::sqrt(2 * M_PI));
         } else {
-          lp = -0.5 * std::pow((point[j] - mu) / sg, 2) - std::log(sg * std::sqrt(2 * M_PI));
+          // Optuna 3.1's truncnorm.logpdf omits the -log(sigma) of the
+          // density (standardized units); kept for identical behaviour
+          // unless exact_pdf.
+          lp = -0.5 * std::pow((point[j] - mu) / sg, 2) - 0.5 * std::log(2 * M_PI) - (exact_pdf_ ? std::log(sg) : 0.0);
         }
         terms[k] += lp - std::log(std::max(z_norm, 1e-300));
       }
@@ -190,6 +194,7 @@ class Parzen {
   };
   const ModelSpace& space_;
   std::vector<size_t> vars_;
+  bool exact_pdf_ = false;
   std::vector<double> log_weights_;
   std::vector<Dim> dims_;
 };
@@ -216,6 +221,7 @@ class TpeSearcher : public Searcher {
     params_.magic_clip = param_bool(p, "consider_magic_clip", true);
     params_.endpoints = param_bool(p, "consider_endpoints", false);
     early_stopped_ = param_choice(p, "early_stopped", "rank_below", {"rank_below", "as_is"});
+    params_.exact_pdf = param_bool(p, "exact_pdf", false);
   }
 
   std::optional<Json> suggest(int64_t i) override {
@@ -358,6 +364,30 @@ class TpeSearcher : public Searcher {
 };
 
 }  // namespace
+
+std::vector<double> tpe_parzen_log_pdf(const SearchSpace& space, const std::vector<Json>& observed,
+                                       const std::vector<Json>& at, bool multivariate, bool exact_pdf) {
+  ModelSpace model(space, "tpe");
+  const size_t nv = model.variables().size();
+  auto rows = [&](const std::vector<Json>& configs) {
+    std::vector<std::vector<double>> out;
+    for (const auto& c : configs) {
+      std::vector<double> row(nv);
+      for (size_t v = 0; v < nv; ++v) row[v] = model.snap(v, model.internal(v, c).value());
+      out.push_back(row);
+    }
+    return out;
+  };
+  TpeParams params;
+  params.multivariate = multivariate;
+  params.exact_pdf = exact_pdf;
+  std::vector<size_t> all(nv);
+  for (size_t v = 0; v < nv; ++v) all[v] = v;
+  Parzen estimator(model, all, rows(observed), params);
+  std::vector<double> out;
+  for (const auto& row : rows(at)) out.push_back(estimator.log_pdf(row));
+  return out;
+}
 
 std::unique_ptr<Searcher> make_tpe_searcher(const SearchOptions& options, uint64_t seed, const SearchSpace& space,
                                             const std::vector<Json>& points_to_evaluate, int64_t total) {

@@ -58,7 +58,7 @@ FUNCTIONS = {
     "branin": ([(-5, 10), (0, 15)], 0.39788735772973816, branin),
     "hartmann6": ([(0, 1)] * 6, -3.322368011391339, hartmann(H6_ALPHA, H6_A, H6_P)),
     "camel": ([(-3, 3), (-2, 2)], -1.0316284534898774, camel),
-    "hartmann3": ([(0, 1)] * 3, -3.8627821478207558, hartmann(H3_ALPHA, H3_A, H3_P)),
+    "hartmann3": ([(0, 1)] * 3, -3.862779787332663, hartmann(H3_ALPHA, H3_A, H3_P)),
     "levy4": ([(-10, 10)] * 4, 0.0, levy),
 }
 
