@@ -9,6 +9,7 @@ packages=(
   libyaml-cpp-dev libboost-program-options-dev
   nlohmann-json3-dev libfmt-dev
   libgtest-dev libgmock-dev googletest librapidcheck-dev libbenchmark-dev
+  libeigen3-dev libnlopt-cxx-dev
 )
 if [ "${TUNE_WITH_PEERS:-0}" = 1 ]; then
   packages+=(python3-optuna python3-torch dataset-fashion-mnist)

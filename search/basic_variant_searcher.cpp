@@ -3,7 +3,6 @@
 #include <limits>
 #include <random>
 
-#include "search/edit_distance.h"
 #include "search/searcher.h"
 #include "tuner/error.h"
 
@@ -49,30 +48,11 @@ class BasicVariantSearcher : public Searcher {
 
 }  // namespace
 
-std::unique_ptr<Searcher> make_searcher(const SearchOptions& options, const SearchSpace& space,
-                                        int64_t num_samples, const std::vector<Json>& points_to_evaluate) {
-  const auto& names = searcher_names();
-  if (std::find(names.begin(), names.end(), options.algorithm) == names.end()) {
-    std::string guess = internal::closest_match_impl(options.algorithm, names);
-    throw ConfigError("unknown search algorithm '" + options.algorithm + "' (" +
-                      (guess.empty() ? "expected random or grid; bayes and tpe are not implemented yet"
-                                     : "did you mean '" + guess + "'?") + ")");
-  }
-  if (num_samples < 1)
-    throw ConfigError("num_samples must be a positive integer, got " + std::to_string(num_samples));
-  for (const auto& point : points_to_evaluate)
-    if (!point.is_object()) throw ConfigError("points_to_evaluate entries must be objects, got " + point.dump());
-  const int64_t grid = space.grid_size();
-  if (num_samples > std::numeric_limits<int64_t>::max() / grid)
-    throw ConfigError("num_samples times the grid size is too large");
-  uint64_t seed = options.seed ? *options.seed
-                               : (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
+namespace internal {
+std::unique_ptr<Searcher> make_basic_variant_searcher(uint64_t seed, const SearchSpace& space, int64_t num_samples,
+                                                      const std::vector<Json>& points_to_evaluate) {
   return std::make_unique<BasicVariantSearcher>(seed, space, num_samples, points_to_evaluate);
 }
-
-const std::vector<std::string>& searcher_names() {
-  static const std::vector<std::string> names = {"random", "grid"};
-  return names;
-}
+}  // namespace internal
 
 }  // namespace tune

@@ -73,6 +73,9 @@ Domain numeric(Domain::Kind kind, const char* name, double low, double high, dou
 
 }  // namespace
 
+double quantize_value(double v, double low, double high, double q) { return quantize(v, low, high, q); }
+double multiple_of(double k, double q) { return times_q(k, q); }
+
 Json Domain::sample(std::mt19937_64& rng) const {
   switch (kind) {
     case Kind::kFloat: {

@@ -71,6 +71,12 @@ Domain grid_search(std::vector<Json> values);
 // Throws tune::ConfigError (no file/line; the caller adds them).
 Domain make_domain(const std::string& name, const Json& args);
 
+// The multiple of q nearest to v inside [low, high] (a multiple of q must lie
+// there), printed cleanly (0.1 * 3 = 0.3). The rule quniform/qloguniform use.
+double quantize_value(double v, double low, double high, double q);
+// k * q without binary noise for short decimal q (k = 3, q = 0.1 -> 0.3).
+double multiple_of(double k, double q);
+
 // The names make_domain accepts, for "did you mean" suggestions.
 const std::vector<std::string>& domain_names();
 

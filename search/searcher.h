@@ -25,11 +25,18 @@ namespace tune {
 
 // Options shared by the sweep file's `search:` block, the CLI and the C++ API.
 struct SearchOptions {
-  // "random" | "grid". Default: "random".
+  // "random" | "grid" | "bayes" | "tpe". Default: "random".
   std::string algorithm = "random";
   // Seed of the sample stream. Default: unset (a random seed is drawn and
   // recorded in the store, so `tune resume` continues the same stream).
   std::optional<uint64_t> seed;
+  // Algorithm-specific options (the other keys of the sweep file's `search:`
+  // block), e.g. {"n_initial_points": 10, "acquisition": "log-ei"}; validated
+  // by make_searcher (docs/SEARCH.md lists them). random/grid take none.
+  Json params = Json::object();
+  // The metric to optimize and "min" | "max"; the driver fills them from the
+  // experiment. Required by bayes and tpe.
+  std::string metric, mode;
 };
 
 // One finished trial, as the searcher sees it.
@@ -38,6 +45,9 @@ struct Observation {
   Json config;
   Json last_result;  // null when the trial produced no result
   bool error = false;
+  // restore() only: the trial was suggested but has not finished (it will be
+  // re-run with this config); model-based searchers count it as pending.
+  bool running = false;
 };
 
 class Searcher {
@@ -56,6 +66,14 @@ class Searcher {
   virtual void restore(int64_t suggested, const std::vector<Observation>& observations) = 0;
 };
 
+// Builds the searcher for options.algorithm. Throws ConfigError (no
+// file/line; the caller adds them) for an unknown algorithm, bad params, a
+// space the algorithm cannot search, or a missing metric/mode for bayes/tpe.
+//
+// "bayes" and "tpe" (search/bayes_searcher.cpp, search/tpe_searcher.cpp,
+// docs/SEARCH.md): points_to_evaluate first, then model-based suggestions;
+// total = max(num_samples, len(points_to_evaluate)); grid_search is rejected.
+//
 // The "random" / "grid" searcher (Ray's BasicVariantGenerator semantics):
 // points_to_evaluate come first (missing keys are sampled) and count toward
 // num_samples; then each of the space's grid combinations is repeated

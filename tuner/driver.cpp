@@ -52,7 +52,7 @@ void Driver::open() {
   experiment_dir_ = fs::path(run_.storage_path) / spec_.name;
   fs::create_directories(experiment_dir_);
 
-  searcher_ = make_searcher(spec_.search, spec_.param_space, spec_.num_samples, spec_.points_to_evaluate);
+  searcher_ = make_searcher(spec_.search_options(), spec_.param_space, spec_.num_samples, spec_.points_to_evaluate);
   if (!scheduler_) scheduler_ = make_scheduler(spec_.scheduler.type, spec_.scheduler.params, spec_.metric, spec_.mode);
   if (!experiment_.scheduler_state.is_null()) scheduler_->restore_state(experiment_.scheduler_state);
 
@@ -78,6 +78,8 @@ void Driver::open() {
       if (record.status == kTerminated || record.status == kError) {
         observations.push_back({record.trial_index, record.config, record.last_result, record.status == kError});
       } else {
+        // Searchers count it as pending (it is re-run with this config).
+        observations.push_back({record.trial_index, record.config, record.last_result, false, true});
         // A restored scheduler state already knows its trials.
         if (experiment_.scheduler_state.is_null()) scheduler_->on_trial_add(trial.index, trial.config);
         if (trial.checkpoint) scheduler_->on_checkpoint(trial.index, trial.checkpoint->iteration);

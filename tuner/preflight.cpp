@@ -60,7 +60,7 @@ void preflight(const SweepSpec& spec, const RunConfig& run, const TrainableFunct
                       std::to_string(slots) + " are available (raise --slots)");
   }
   // Sampling once catches spaces that parse but cannot resolve.
-  auto probe = make_searcher(spec.search, spec.param_space, spec.num_samples, spec.points_to_evaluate);
+  auto probe = make_searcher(spec.search_options(), spec.param_space, spec.num_samples, spec.points_to_evaluate);
   (void)probe->suggest(0);
   if (!custom_scheduler) (void)make_scheduler(spec.scheduler.type, spec.scheduler.params, spec.metric, spec.mode);
 }

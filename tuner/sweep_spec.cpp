@@ -89,7 +89,7 @@ class Parser {
                         "a sweep file must be a mapping with at least trainable and param_space, got " +
                             (root.IsNull() ? std::string("an empty document") : yaml_kind(root)));
     SweepSpec spec;
-    YAML::Node metric, mode, points, scheduler;
+    YAML::Node metric, mode, points, scheduler, search;
     bool has_trainable = false, has_space = false, has_points = false;
     for (const auto& [key, value] : entries(root, "", &kTopKeys)) {
       if (key == "trainable") {
@@ -118,6 +118,7 @@ class Parser {
         parse_resources(value, spec.resources);
       } else if (key == "search") {
         parse_search(value, spec.search);
+        search = value;
       } else if (key == "scheduler") {
         parse_scheduler(value, spec.scheduler);
         scheduler = value;
@@ -140,6 +141,20 @@ class Parser {
       fail(metric, "metric '" + spec.metric + "' needs a mode (min or max)");
     if (spec.metric.empty() && !spec.mode.empty()) fail(mode, "mode '" + spec.mode + "' needs a metric");
     if (has_points) parse_points(points, spec);
+    if (search && (!spec.search.params.empty() || spec.search.algorithm == "bayes" || spec.search.algorithm == "tpe")) {
+      // search/ owns its option rules (and which spaces an algorithm can search).
+      try {
+        make_searcher(spec.search_options(), spec.param_space, spec.num_samples, spec.points_to_evaluate);
+      } catch (const ConfigError& e) {
+        // Point at the option the message names when there is one.
+        const std::string what = e.what();
+        for (const auto& [key, nodes] : search_keys_) {
+          if (what.rfind("unknown key '" + key + "'", 0) == 0) fail(nodes.first, what);
+          if (what.rfind("search." + key + " ", 0) == 0) fail(nodes.second, what);
+        }
+        fail(search, std::string("search: ") + what);
+      }
+    }
     if (scheduler) {
       // schedulers/ owns its option rules; building one validates them.
       try {
@@ -158,9 +173,18 @@ class Parser {
 
  private:
   const std::vector<std::string> kResourceKeys = {"workers", "cpus_per_worker", "use_mpi"};
-  const std::vector<std::string> kSearchKeys = {"algorithm", "seed"};
   const std::vector<std::string> kCheckpointKeys = {"num_to_keep", "score_attribute", "score_order"};
   const std::vector<std::string> kFailureKeys = {"max_failures"};
+
+  // The key node of `key` in mapping `node`.
+  static YAML::Node kv_key(const YAML::Node& node, const std::string& key) {
+    for (const auto& kv : node)
+      if (kv.first.IsScalar() && kv.first.Scalar() == key) return kv.first;
+    return node;
+  }
+
+  // Option keys of the search block: key -> (key node, value node).
+  mutable std::vector<std::pair<std::string, std::pair<YAML::Node, YAML::Node>>> search_keys_;
 
   [[noreturn]] void fail(const YAML::Node& at, const std::string& message) const {
     int line = yaml_line(at);
@@ -227,11 +251,15 @@ class Parser {
   }
 
   void parse_search(const YAML::Node& node, SearchOptions& search) const {
-    for (const auto& [key, value] : entries(node, "search", &kSearchKeys)) {
+    for (const auto& [key, value] : entries(node, "search", nullptr)) {
       if (key == "algorithm") {
         search.algorithm = string(value, "search.algorithm");
         try {  // make_searcher owns the list of algorithms and its message
-          SearchOptions probe{search.algorithm, 0};
+          SearchOptions probe;
+          probe.algorithm = search.algorithm;
+          probe.seed = 0;
+          probe.metric = "probe";
+          probe.mode = "min";
           make_searcher(probe, SearchSpace(), 1, {});
         } catch (const ConfigError& e) {
           fail(value, e.what());
@@ -245,6 +273,11 @@ class Parser {
             value.Tag() == "!")
           fail(value, "search.seed must be a non-negative integer, got " + yaml_kind(value));
         search.seed = static_cast<uint64_t>(seed);
+      } else {
+        // Algorithm options: validated by make_searcher once the whole file
+        // (metric, mode, param_space) is known.
+        search.params[key] = yaml_to_json(value);
+        search_keys_.emplace_back(key, std::make_pair(kv_key(node, key), value));
       }
     }
   }
@@ -354,10 +387,17 @@ void SweepSpec::validate() const {
     const Json flat = flatten(point);
     for (const auto& item : flat.items()) require(point_key_ok(paths, item.key()), unknown_point_key(paths, item.key()));
   }
-  // Checks the algorithm name, num_samples and the grid size.
-  SearchOptions probe = search;
+  // Checks the algorithm name and options, num_samples and the grid size.
+  SearchOptions probe = search_options();
   probe.seed = 0;
   make_searcher(probe, param_space, num_samples, points_to_evaluate);
+}
+
+SearchOptions SweepSpec::search_options() const {
+  SearchOptions options = search;
+  options.metric = metric;
+  options.mode = mode;
+  return options;
 }
 
 Json SweepSpec::to_json() const {
@@ -372,7 +412,10 @@ Json SweepSpec::to_json() const {
           {"max_concurrent_trials", max_concurrent_trials},
           {"resources",
            {{"workers", resources.workers}, {"cpus_per_worker", resources.cpus_per_worker}, {"use_mpi", resources.use_mpi}}},
-          {"search", {{"algorithm", search.algorithm}, {"seed", search.seed ? Json(*search.seed) : Json()}}},
+          {"search",
+           {{"algorithm", search.algorithm},
+            {"seed", search.seed ? Json(*search.seed) : Json()},
+            {"params", search.params}}},
           {"scheduler", {{"type", scheduler.type}, {"params", scheduler.params}}},
           {"stop", stop_json},
           {"param_space", param_space.to_json()},
@@ -403,6 +446,7 @@ SweepSpec SweepSpec::from_json(const Json& json) {
     const Json& search = section("search");
     s.search.algorithm = search.value("algorithm", s.search.algorithm);
     if (search.contains("seed") && !search["seed"].is_null()) s.search.seed = search["seed"].get<uint64_t>();
+    s.search.params = search.value("params", s.search.params);
     const Json& scheduler = section("scheduler");
     s.scheduler.type = scheduler.value("type", s.scheduler.type);
     s.scheduler.params = scheduler.value("params", s.scheduler.params);

@@ -81,6 +81,10 @@ struct SweepSpec {
   // Throws ConfigError if inconsistent (mode without metric, bad values...).
   void validate() const;
 
+  // `search` with the experiment's metric and mode filled in: what
+  // make_searcher gets.
+  SearchOptions search_options() const;
+
   Json to_json() const;
   static SweepSpec from_json(const Json& json);
 };

@@ -196,8 +196,8 @@ TEST(SweepSpecErrors, ModeAndMetricMustComeTogether) {
 }
 
 TEST(SweepSpecErrors, UnknownSearchAlgorithmsAndSchedulersAreNamed) {
-  EXPECT_EQ(error_of(with("search:\n  algorithm: bayes\n")),
-            "sweep.yaml:4: unknown search algorithm 'bayes' (expected random or grid; bayes and tpe are not implemented yet)");
+  EXPECT_EQ(error_of(with("search:\n  algorithm: bayess\n")),
+            "sweep.yaml:4: unknown search algorithm 'bayess' (did you mean 'bayes'?)");
   EXPECT_EQ(error_of(with("scheduler: {type: fiffo}\n")),
             "sweep.yaml:3: scheduler: unknown scheduler 'fiffo' (expected fifo)");
   EXPECT_EQ(error_of(with("scheduler: {type: fifo, grace_period: 3}\n")),
@@ -273,7 +273,13 @@ TEST(SweepSpecValidate, RepeatsTheSemanticChecksForSpecsBuiltInCpp) {
   EXPECT_THAT(error_of_spec([](SweepSpec& s) { s.resources.workers = 0; }), HasSubstr("resources.workers"));
   EXPECT_THAT(error_of_spec([](SweepSpec& s) { s.failure.max_failures = -2; }), HasSubstr("max_failures"));
   EXPECT_THAT(error_of_spec([](SweepSpec& s) { s.scheduler.type = "pbt"; }), HasSubstr("unknown scheduler 'pbt'"));
-  EXPECT_THAT(error_of_spec([](SweepSpec& s) { s.search.algorithm = "tpe"; }), HasSubstr("unknown search algorithm 'tpe'"));
+  EXPECT_THAT(error_of_spec([](SweepSpec& s) { s.search.algorithm = "tpx"; }), HasSubstr("unknown search algorithm 'tpx'"));
+  EXPECT_EQ(error_of_spec([](SweepSpec& s) { s.search.algorithm = "tpe"; }),
+            "search algorithm 'tpe' needs the experiment's metric and mode (min or max)");
+  EXPECT_EQ(error_of_spec([](SweepSpec& s) {
+              s.search.algorithm = "bayes", s.metric = "loss", s.mode = "min", s.search.params = {{"acquisition", "foo"}};
+            }),
+            "search.acquisition must be one of log-ei, ei, ucb, pi, got 'foo'");
   EXPECT_EQ(error_of_spec([](SweepSpec& s) { s.points_to_evaluate = {Json{{"y", 1}}}; }),
             "points_to_evaluate: unknown parameter 'y' (did you mean 'x'?)");
 }
@@ -285,6 +291,59 @@ TEST(SweepSpecClosestMatch, SuggestsOnlyCloseCandidates) {
   EXPECT_EQ(closest_match("mdoe", keys), "mode");
   EXPECT_EQ(closest_match("checkpointing", keys), "");
   EXPECT_EQ(closest_match("zz", keys), "");
+}
+
+}  // namespace
+}  // namespace tune
+
+namespace tune {
+namespace {
+
+const char* kBayes =
+    "trainable: t\n"                                    // 1
+    "metric: loss\n"                                    // 2
+    "mode: min\n"                                       // 3
+    "param_space: {x: {uniform: [0, 1]}}\n";            // 4
+
+TEST(SweepSpecSearchOptions, OtherKeysBecomeParamsAndSurviveTheStore) {
+  SweepSpec spec = parse_sweep(std::string(kBayes) +
+                                   "search: {algorithm: bayes, seed: 3, n_initial_points: 4, acquisition: ucb, kappa: 1.5}\n",
+                               "sweep.yaml");
+  EXPECT_EQ(spec.search.algorithm, "bayes");
+  EXPECT_EQ(spec.search.params, (Json{{"n_initial_points", 4}, {"acquisition", "ucb"}, {"kappa", 1.5}}));
+  SearchOptions options = spec.search_options();
+  EXPECT_EQ(options.metric, "loss");
+  EXPECT_EQ(options.mode, "min");
+  SweepSpec back = SweepSpec::from_json(Json::parse(spec.to_json().dump()));
+  EXPECT_EQ(back.search.params, spec.search.params);
+  EXPECT_EQ(back.to_json(), spec.to_json());
+  SweepSpec tpe = parse_sweep(std::string(kBayes) + "search:\n  algorithm: tpe\n  multivariate: true\n  gamma: 0.2\n",
+                              "sweep.yaml");
+  EXPECT_EQ(tpe.search.params, (Json{{"multivariate", true}, {"gamma", 0.2}}));
+}
+
+TEST(SweepSpecSearchOptions, BadOptionsPointAtTheSearchBlock) {
+  const std::string head = kBayes;
+  EXPECT_EQ(error_of(head + "search:\n  algorithm: bayes\n  n_initial_point: 3\n"),
+            "sweep.yaml:7: unknown key 'n_initial_point' in search (did you mean 'n_initial_points'?)");
+  EXPECT_EQ(error_of(head + "search: {algorithm: bayes, n_initial_points: 0}\n"),
+            "sweep.yaml:5: search.n_initial_points must be an integer in [1, 1000000], got 0");
+  EXPECT_EQ(error_of(head + "search: {algorithm: bayes, parallel: liar}\n"),
+            "sweep.yaml:5: search.parallel must be one of kriging_believer, cl_min, cl_mean, cl_max, got 'liar'");
+  EXPECT_EQ(error_of(head + "search: {algorithm: tpe, multivariate: yes please}\n"),
+            "sweep.yaml:5: search.multivariate must be true or false, got 'yes please'");
+  EXPECT_EQ(error_of(head + "search: {algorithm: tpe, gamma: 2}\n"),
+            "sweep.yaml:5: search.gamma must be a number in [1e-09, 1.0], got 2");
+  EXPECT_EQ(error_of(head + "search: {algorithm: random, n_initial_points: 3}\n"),
+            "sweep.yaml:5: unknown key 'n_initial_points' in search (algorithm 'random' takes only algorithm "
+            "and seed)");
+  // Model-based search needs a metric, and cannot take grid_search.
+  EXPECT_EQ(error_of("trainable: t\nparam_space: {x: {uniform: [0, 1]}}\nsearch: {algorithm: tpe}\n"),
+            "sweep.yaml:3: search: search algorithm 'tpe' needs the experiment's metric and mode (min or max)");
+  EXPECT_EQ(error_of("trainable: t\nmetric: loss\nmode: min\nparam_space: {x: {grid_search: [1, 2]}}\n"
+                     "search: {algorithm: bayes}\n"),
+            "sweep.yaml:5: search: parameter 'x': grid_search is not supported by search algorithm 'bayes' (it picks "
+            "every value itself); use choice([...]) instead");
 }
 
 }  // namespace

@@ -1,0 +1,458 @@
+// Gaussian process: Eigen for the linear algebra, NLopt (bounded L-BFGS) for
+// the hyperparameters. See gp.h.
+#include "search/gp.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <random>
+
+#include <Eigen/Dense>
+#include <nlopt.hpp>
+
+#include "tuner/error.h"
+
+namespace tune {
+namespace {
+
+constexpr double kSqrt5 = 2.2360679774997896964;
+constexpr double kLog2Pi = 1.8378770664093454836;
+
+// Matérn-5/2 as a function of r (without the signal variance), and the factor
+// g(r) = 5/3 (1 + sqrt5 r) exp(-sqrt5 r) that appears in its derivatives:
+// dk/d(log l_j) = s2 g(r) d_j^2 / l_j^2, dk/dx_j = -s2 g(r) d_j / l_j^2.
+inline double matern(double r) { return (1.0 + kSqrt5 * r + 5.0 / 3.0 * r * r) * std::exp(-kSqrt5 * r); }
+inline double matern_g(double r) { return 5.0 / 3.0 * (1.0 + kSqrt5 * r) * std::exp(-kSqrt5 * r); }
+
+struct Theta {
+  Eigen::VectorXd inv_l2;  // 1 / l_j^2
+  double s2 = 1, n2 = 1e-3, c = 0;
+};
+
+Theta unpack(const std::vector<double>& theta, int d) {
+  Theta t;
+  t.inv_l2.resize(d);
+  for (int j = 0; j < d; ++j) t.inv_l2[j] = std::exp(-2.0 * theta[static_cast<size_t>(j)]);
+  t.s2 = std::exp(theta[static_cast<size_t>(d)]);
+  t.n2 = std::exp(theta[static_cast<size_t>(d) + 1]);
+  t.c = theta[static_cast<size_t>(d) + 2];
+  return t;
+}
+
+std::vector<double> pack(const GpHyperparameters& h) {
+  std::vector<double> theta;
+  for (double l : h.lengthscales) theta.push_back(std::log(l));
+  theta.push_back(std::log(h.signal_variance));
+  theta.push_back(std::log(h.noise_variance));
+  theta.push_back(h.mean);
+  return theta;
+}
+
+GpHyperparameters to_hyper(const std::vector<double>& theta, int d) {
+  GpHyperparameters h;
+  for (int j = 0; j < d; ++j) h.lengthscales.push_back(std::exp(theta[static_cast<size_t>(j)]));
+  h.signal_variance = std::exp(theta[static_cast<size_t>(d)]);
+  h.noise_variance = std::exp(theta[static_cast<size_t>(d) + 1]);
+  h.mean = theta[static_cast<size_t>(d) + 2];
+  return h;
+}
+
+// Signal part of the kernel matrix for data X (n x d, row-major rows).
+Eigen::MatrixXd signal_matrix(const Eigen::MatrixXd& X, const Theta& t) {
+  const Eigen::Index n = X.rows();
+  Eigen::MatrixXd K(n, n);
+  for (Eigen::Index a = 0; a < n; ++a) {
+    K(a, a) = t.s2;
+    for (Eigen::Index b = a + 1; b < n; ++b) {
+      double r2 = ((X.row(a) - X.row(b)).array().square() * t.inv_l2.transpose().array()).sum();
+      K(a, b) = K(b, a) = t.s2 * matern(std::sqrt(r2));
+    }
+  }
+  return K;
+}
+
+// Cholesky of K + n2 I with growing jitter; false when it cannot be factored.
+bool factor(const Eigen::MatrixXd& Ks, double n2, Eigen::LLT<Eigen::MatrixXd>* llt) {
+  const Eigen::Index n = Ks.rows();
+  double jitter = 0;
+  for (int attempt = 0; attempt < 6; ++attempt) {
+    Eigen::MatrixXd K = Ks;
+    K.diagonal().array() += n2 + jitter;
+    llt->compute(K);
+    if (llt->info() == Eigen::Success) return true;
+    jitter = jitter == 0 ? 1e-10 * std::max(1.0, Ks.diagonal().maxCoeff()) : jitter * 100;
+  }
+  (void)n;
+  return false;
+}
+
+}  // namespace
+
+struct GaussianProcess::Impl {
+  Eigen::MatrixXd X;  // n x d
+  Eigen::VectorXd y;  // standardized
+  double y_mean = 0, y_scale = 1;
+  GpHyperparameters hyper;
+  Theta t;
+  Eigen::LLT<Eigen::MatrixXd> llt;
+  Eigen::VectorXd alpha;
+  double lml = 0;
+  bool fitted = false;
+  int d = 0;
+
+  void set(const std::vector<std::vector<double>>& x, const std::vector<double>& yy) {
+    if (x.empty()) throw Error("GaussianProcess: no data points");
+    if (x.size() != yy.size())
+      throw Error("GaussianProcess: " + std::to_string(x.size()) + " inputs but " + std::to_string(yy.size()) +
+                  " targets");
+    d = static_cast<int>(x[0].size());
+    if (d < 1) throw Error("GaussianProcess: inputs must have at least one dimension");
+    X.resize(static_cast<Eigen::Index>(x.size()), d);
+    y.resize(static_cast<Eigen::Index>(x.size()));
+    for (size_t i = 0; i < x.size(); ++i) {
+      if (static_cast<int>(x[i].size()) != d)
+        throw Error("GaussianProcess: input " + std::to_string(i) + " has " + std::to_string(x[i].size()) +
+                    " values, expected " + std::to_string(d));
+      for (int j = 0; j < d; ++j) {
+        if (!std::isfinite(x[i][static_cast<size_t>(j)])) throw Error("GaussianProcess: non-finite input");
+        X(static_cast<Eigen::Index>(i), j) = x[i][static_cast<size_t>(j)];
+      }
+      if (!std::isfinite(yy[i])) throw Error("GaussianProcess: non-finite target");
+      y[static_cast<Eigen::Index>(i)] = yy[i];
+    }
+    y_mean = y.mean();
+    double var = (y.array() - y_mean).square().mean();
+    y_scale = var > 1e-24 ? std::sqrt(var) : 1.0;
+    y = (y.array() - y_mean) / y_scale;
+  }
+
+  // Log marginal likelihood and its gradient (may be null) at theta.
+  double evaluate(const std::vector<double>& theta, std::vector<double>* grad) const {
+    const Theta th = unpack(theta, d);
+    const Eigen::Index n = X.rows();
+    Eigen::MatrixXd Ks = signal_matrix(X, th);
+    Eigen::LLT<Eigen::MatrixXd> l;
+    if (!factor(Ks, th.n2, &l)) {
+      if (grad) std::fill(grad->begin(), grad->end(), 0.0);
+      return -1e30;
+    }
+    Eigen::VectorXd r = y.array() - th.c;
+    Eigen::VectorXd a = l.solve(r);
+    const Eigen::MatrixXd& L = l.matrixLLT();
+    double logdet = 2.0 * L.diagonal().array().log().sum();
+    double value = -0.5 * r.dot(a) - 0.5 * logdet - 0.5 * static_cast<double>(n) * kLog2Pi;
+    if (grad) {
+      grad->assign(static_cast<size_t>(d) + 3, 0.0);
+      Eigen::MatrixXd W = a * a.transpose() - l.solve(Eigen::MatrixXd::Identity(n, n));
+      // lengthscales: sum over pairs a<b (dK is symmetric with a zero diagonal).
+      for (Eigen::Index p = 0; p < n; ++p) {
+        for (Eigen::Index q = p + 1; q < n; ++q) {
+          Eigen::ArrayXd d2 = (X.row(p) - X.row(q)).array().square().transpose() * th.inv_l2.array();
+          double rr = std::sqrt(d2.sum());
+          double w = W(p, q) * th.s2 * matern_g(rr);  // 0.5 * 2 (both triangles)
+          for (int j = 0; j < d; ++j) (*grad)[static_cast<size_t>(j)] += w * d2[j];
+        }
+      }
+      (*grad)[static_cast<size_t>(d)] = 0.5 * (W.array() * Ks.array()).sum();
+      (*grad)[static_cast<size_t>(d) + 1] = 0.5 * th.n2 * W.trace();
+      (*grad)[static_cast<size_t>(d) + 2] = a.sum();
+    }
+    return value;
+  }
+
+  void posterior(const GpHyperparameters& h) {
+    hyper = h;
+    t = unpack(pack(h), d);
+    Eigen::MatrixXd Ks = signal_matrix(X, t);
+    if (!factor(Ks, t.n2, &llt)) throw Error("GaussianProcess: kernel matrix is not positive definite");
+    alpha = llt.solve((y.array() - t.c).matrix());
+    lml = evaluate(pack(h), nullptr);
+    fitted = true;
+  }
+
+  Eigen::VectorXd kstar(const Eigen::VectorXd& x) const {
+    const Eigen::Index n = X.rows();
+    Eigen::VectorXd k(n);
+    for (Eigen::Index i = 0; i < n; ++i) {
+      double r2 = ((X.row(i).transpose() - x).array().square() * t.inv_l2.array()).sum();
+      k[i] = t.s2 * matern(std::sqrt(r2));
+    }
+    return k;
+  }
+};
+
+GaussianProcess::GaussianProcess(GpOptions options) : options_(options), impl_(std::make_unique<Impl>()) {}
+GaussianProcess::~GaussianProcess() = default;
+GaussianProcess::GaussianProcess(const GaussianProcess& other)
+    : options_(other.options_), impl_(std::make_unique<Impl>(*other.impl_)) {}
+GaussianProcess& GaussianProcess::operator=(const GaussianProcess& other) {
+  if (this != &other) {
+    options_ = other.options_;
+    impl_ = std::make_unique<Impl>(*other.impl_);
+  }
+  return *this;
+}
+GaussianProcess::GaussianProcess(GaussianProcess&&) noexcept = default;
+GaussianProcess& GaussianProcess::operator=(GaussianProcess&&) noexcept = default;
+
+void GaussianProcess::fit(const std::vector<std::vector<double>>& x, const std::vector<double>& y, uint64_t seed) {
+  std::vector<double> previous;
+  if (impl_->fitted && static_cast<int>(impl_->hyper.lengthscales.size()) == static_cast<int>(x.empty() ? 0 : x[0].size()))
+    previous = pack(impl_->hyper);
+  impl_->set(x, y);
+  const int d = impl_->d;
+  const size_t p = static_cast<size_t>(d) + 3;
+  const GpOptions& o = options_;
+  std::vector<double> lb(p), ub(p);
+  for (int j = 0; j < d; ++j) {
+    lb[static_cast<size_t>(j)] = std::log(o.min_lengthscale);
+    ub[static_cast<size_t>(j)] = std::log(o.max_lengthscale);
+  }
+  lb[static_cast<size_t>(d)] = std::log(o.min_signal_variance);
+  ub[static_cast<size_t>(d)] = std::log(o.max_signal_variance);
+  if (o.fixed_noise_variance > 0) {
+    lb[static_cast<size_t>(d) + 1] = ub[static_cast<size_t>(d) + 1] = std::log(o.fixed_noise_variance);
+  } else {
+    lb[static_cast<size_t>(d) + 1] = std::log(o.min_noise_variance);
+    ub[static_cast<size_t>(d) + 1] = std::log(o.max_noise_variance);
+  }
+  lb[static_cast<size_t>(d) + 2] = -5;
+  ub[static_cast<size_t>(d) + 2] = 5;
+  auto clamp = [&](std::vector<double> v) {
+    for (size_t i = 0; i < p; ++i) v[i] = std::clamp(v[i], lb[i], ub[i]);
+    return v;
+  };
+  // Priors (Hvarfner et al. 2024, as in BoTorch): log l ~ N(sqrt2 + log(d)/2, 3);
+  // log n2 ~ N(-8, 3^2) (a quiet default for mostly deterministic metrics).
+  const double l_mu = std::sqrt(2.0) + 0.5 * std::log(static_cast<double>(d)), l_var = 3.0;
+  const double n_mu = -8.0, n_var = 9.0;
+  const bool priors = o.use_priors;
+
+  struct Best {
+    double value = -std::numeric_limits<double>::infinity();
+    std::vector<double> theta;
+  } best;
+  struct Ctx {
+    const Impl* impl;
+    int d;
+    bool priors;
+    double l_mu, l_var, n_mu, n_var;
+    Best* best;
+  } ctx{impl_.get(), d, priors, l_mu, l_var, n_mu, n_var, &best};
+  auto objective = [](const std::vector<double>& theta, std::vector<double>& grad, void* data) -> double {
+    auto* c = static_cast<Ctx*>(data);
+    std::vector<double> g;
+    double v = c->impl->evaluate(theta, grad.empty() ? nullptr : &g);
+    if (c->priors) {
+      for (int j = 0; j < c->d; ++j) {
+        double z = theta[static_cast<size_t>(j)] - c->l_mu;
+        v -= 0.5 * z * z / c->l_var;
+        if (!g.empty()) g[static_cast<size_t>(j)] -= z / c->l_var;
+      }
+      double z = theta[static_cast<size_t>(c->d) + 1] - c->n_mu;
+      v -= 0.5 * z * z / c->n_var;
+      if (!g.empty()) g[static_cast<size_t>(c->d) + 1] -= z / c->n_var;
+    }
+    if (!std::isfinite(v)) v = -1e30;
+    if (v > c->best->value) {
+      c->best->value = v;
+      c->best->theta = theta;
+    }
+    if (!grad.empty())
+      for (size_t i = 0; i < grad.size(); ++i) grad[i] = std::isfinite(g[i]) ? -g[i] : 0.0;
+    return -v;  // NLopt minimizes
+  };
+
+  std::vector<std::vector<double>> starts;
+  std::vector<double> start0(p);
+  for (int j = 0; j < d; ++j) start0[static_cast<size_t>(j)] = std::log(0.5);
+  start0[static_cast<size_t>(d)] = 0.0;
+  start0[static_cast<size_t>(d) + 1] = std::log(1e-3);
+  start0[static_cast<size_t>(d) + 2] = 0.0;
+  starts.push_back(clamp(start0));
+  if (o.warm_start && !previous.empty()) starts.push_back(clamp(previous));
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  for (int r = 0; r < o.restarts; ++r) {
+    std::vector<double> s(p);
+    for (int j = 0; j < d; ++j) s[static_cast<size_t>(j)] = std::log(0.05) + u(rng) * (std::log(4.0) - std::log(0.05));
+    s[static_cast<size_t>(d)] = std::log(0.2) + u(rng) * (std::log(5.0) - std::log(0.2));
+    s[static_cast<size_t>(d) + 1] = std::log(1e-6) + u(rng) * (std::log(0.1) - std::log(1e-6));
+    s[static_cast<size_t>(d) + 2] = -1.0 + 2.0 * u(rng);
+    starts.push_back(clamp(s));
+  }
+  auto optimize = [&](const Impl* data, std::vector<std::vector<double>> from) {
+    best = Best{};
+    ctx.impl = data;
+    for (auto& s : from) {
+      nlopt::opt opt(nlopt::LD_LBFGS, static_cast<unsigned>(p));
+      opt.set_lower_bounds(lb);
+      opt.set_upper_bounds(ub);
+      opt.set_min_objective(objective, &ctx);
+      opt.set_maxeval(std::max(1, o.max_evaluations));
+      opt.set_ftol_rel(1e-7);
+      opt.set_xtol_rel(1e-6);
+      double f = 0;
+      try {
+        opt.optimize(s, f);
+      } catch (const std::exception&) {
+        // roundoff-limited or similar: the best point seen is kept.
+      }
+    }
+    return best.theta.empty() ? from[0] : best.theta;
+  };
+  const auto n = static_cast<int>(impl_->X.rows());
+  if (o.max_restart_points > 0 && n > o.max_restart_points && starts.size() > 1) {
+    // Multi-start on the latest points only, then polish the winner on all.
+    Impl subset;
+    std::vector<std::vector<double>> xs(x.end() - o.max_restart_points, x.end());
+    std::vector<double> ys(y.end() - o.max_restart_points, y.end());
+    subset.set(xs, ys);
+    std::vector<double> winner = optimize(&subset, starts);
+    best.theta = optimize(impl_.get(), {winner});
+  } else {
+    best.theta = optimize(impl_.get(), starts);
+  }
+  impl_->posterior(to_hyper(best.theta, d));
+}
+
+void GaussianProcess::set_data(const std::vector<std::vector<double>>& x, const std::vector<double>& y,
+                               const GpHyperparameters& hyperparameters) {
+  impl_->set(x, y);
+  if (static_cast<int>(hyperparameters.lengthscales.size()) != impl_->d)
+    throw Error("GaussianProcess: " + std::to_string(hyperparameters.lengthscales.size()) +
+                " lengthscales for " + std::to_string(impl_->d) + " dimensions");
+  impl_->posterior(hyperparameters);
+}
+
+void GaussianProcess::predict(const std::vector<double>& x, double* mean, double* variance) const {
+  predict_with_gradient(x, mean, variance, nullptr, nullptr);
+}
+
+void GaussianProcess::predict_with_gradient(const std::vector<double>& x, double* mean, double* variance,
+                                            std::vector<double>* mean_gradient,
+                                            std::vector<double>* variance_gradient) const {
+  const Impl& m = *impl_;
+  if (!m.fitted) throw Error("GaussianProcess: predict before fit");
+  if (static_cast<int>(x.size()) != m.d)
+    throw Error("GaussianProcess: predict at a point of " + std::to_string(x.size()) + " values, expected " +
+                std::to_string(m.d));
+  Eigen::VectorXd xv = Eigen::Map<const Eigen::VectorXd>(x.data(), m.d);
+  Eigen::VectorXd k = m.kstar(xv);
+  double mu = m.t.c + k.dot(m.alpha);
+  Eigen::VectorXd v = m.llt.matrixL().solve(k);
+  double var = std::max(m.t.s2 - v.squaredNorm(), 1e-12 * m.t.s2);
+  if (mean) *mean = m.y_mean + m.y_scale * mu;
+  if (variance) *variance = var * m.y_scale * m.y_scale;
+  if (mean_gradient || variance_gradient) {
+    const Eigen::Index n = m.X.rows();
+    Eigen::MatrixXd dk(n, m.d);  // dk_i / dx_j
+    for (Eigen::Index i = 0; i < n; ++i) {
+      Eigen::ArrayXd diff = xv.array() - m.X.row(i).transpose().array();
+      double r = std::sqrt((diff.square() * m.t.inv_l2.array()).sum());
+      double g = m.t.s2 * matern_g(r);
+      dk.row(i) = (-g * diff * m.t.inv_l2.array()).matrix().transpose();
+    }
+    if (mean_gradient) {
+      Eigen::VectorXd gm = dk.transpose() * m.alpha * m.y_scale;
+      mean_gradient->assign(gm.data(), gm.data() + m.d);
+    }
+    if (variance_gradient) {
+      Eigen::VectorXd kinv_k = m.llt.matrixU().solve(v);
+      Eigen::VectorXd gv = -2.0 * dk.transpose() * kinv_k * m.y_scale * m.y_scale;
+      if (var <= 1e-12 * m.t.s2) gv.setZero();
+      variance_gradient->assign(gv.data(), gv.data() + m.d);
+    }
+  }
+}
+
+void GaussianProcess::predict_batch(const std::vector<std::vector<double>>& x, std::vector<double>* means,
+                                    std::vector<double>* variances) const {
+  const Impl& m = *impl_;
+  if (!m.fitted) throw Error("GaussianProcess: predict before fit");
+  const Eigen::Index n = m.X.rows(), count = static_cast<Eigen::Index>(x.size());
+  Eigen::MatrixXd Kt(n, count);
+  for (Eigen::Index c = 0; c < count; ++c) {
+    const auto& row = x[static_cast<size_t>(c)];
+    if (static_cast<int>(row.size()) != m.d) throw Error("GaussianProcess: predict_batch row of wrong size");
+    Kt.col(c) = m.kstar(Eigen::Map<const Eigen::VectorXd>(row.data(), m.d));
+  }
+  Eigen::VectorXd mu = (Kt.transpose() * m.alpha).array() + m.t.c;
+  m.llt.matrixL().solveInPlace(Kt);
+  Eigen::VectorXd var = (m.t.s2 - Kt.colwise().squaredNorm().array()).max(1e-12 * m.t.s2).matrix();
+  if (means) {
+    means->resize(static_cast<size_t>(count));
+    for (Eigen::Index c = 0; c < count; ++c) (*means)[static_cast<size_t>(c)] = m.y_mean + m.y_scale * mu[c];
+  }
+  if (variances) {
+    variances->resize(static_cast<size_t>(count));
+    for (Eigen::Index c = 0; c < count; ++c) (*variances)[static_cast<size_t>(c)] = var[c] * m.y_scale * m.y_scale;
+  }
+}
+
+double GaussianProcess::log_marginal_likelihood() const {
+  if (!impl_->fitted) throw Error("GaussianProcess: log_marginal_likelihood before fit");
+  return impl_->lml;
+}
+const GpHyperparameters& GaussianProcess::hyperparameters() const { return impl_->hyper; }
+double GaussianProcess::y_mean() const { return impl_->y_mean; }
+double GaussianProcess::y_scale() const { return impl_->y_scale; }
+int GaussianProcess::dimensions() const { return impl_->d; }
+int GaussianProcess::size() const { return static_cast<int>(impl_->X.rows()); }
+bool GaussianProcess::fitted() const { return impl_->fitted; }
+const GpOptions& GaussianProcess::options() const { return options_; }
+
+double GaussianProcess::kernel(const std::vector<double>& a, const std::vector<double>& b,
+                               const GpHyperparameters& h) {
+  if (a.size() != b.size() || a.size() != h.lengthscales.size()) throw Error("GaussianProcess::kernel: size mismatch");
+  double r2 = 0;
+  for (size_t j = 0; j < a.size(); ++j) r2 += (a[j] - b[j]) * (a[j] - b[j]) / (h.lengthscales[j] * h.lengthscales[j]);
+  return h.signal_variance * matern(std::sqrt(r2));
+}
+
+double GaussianProcess::log_marginal_likelihood_at(const std::vector<double>& theta,
+                                                   std::vector<double>* gradient) const {
+  if (impl_->X.rows() == 0) throw Error("GaussianProcess: no data");
+  if (static_cast<int>(theta.size()) != impl_->d + 3) throw Error("GaussianProcess: theta has the wrong size");
+  return impl_->evaluate(theta, gradient);
+}
+
+// ---- normal helpers and expected improvement ----
+
+double normal_pdf(double z) { return std::exp(-0.5 * z * z) / std::sqrt(2.0 * M_PI); }
+double normal_cdf(double z) { return 0.5 * std::erfc(-z / std::sqrt(2.0)); }
+
+double erfcx(double x) {
+  if (x < 25.0) return std::exp(x * x) * std::erfc(x);
+  // Asymptotic series: 1/(x sqrt(pi)) (1 - 1/(2x^2) + 3/(4x^4) - 15/(8x^6) + 105/(16x^8)).
+  double inv2 = 1.0 / (x * x);
+  double series = 1.0 - 0.5 * inv2 + 0.75 * inv2 * inv2 - 1.875 * inv2 * inv2 * inv2 + 6.5625 * inv2 * inv2 * inv2 * inv2;
+  return series / (x * std::sqrt(M_PI));
+}
+
+double expected_improvement(double mean, double sd, double best) {
+  if (!(sd > 0)) return std::max(best - mean, 0.0);
+  double z = (best - mean) / sd;
+  return sd * (z * normal_cdf(z) + normal_pdf(z));
+}
+
+double log_h(double z) {
+  // h(z) = z Phi(z) + phi(z). Direct for z > -1; below, with
+  // Phi(z)/phi(z) = sqrt(pi/2) erfcx(-z/sqrt2):
+  //   h(z) = phi(z) (1 - |z| sqrt(pi/2) erfcx(|z|/sqrt2)),
+  // and the bracket is computed as -expm1(log(|z| sqrt(pi/2) erfcx(.))).
+  if (z > -1.0) return std::log(z * normal_cdf(z) + normal_pdf(z));
+  const double c1 = 0.5 * kLog2Pi;
+  const double c2 = 0.5 * std::log(M_PI / 2.0);
+  double a = -z;
+  if (a > 1e6) return -0.5 * z * z - c1 - 2.0 * std::log(a);  // h ~ phi(z) / z^2
+  double u = std::log(erfcx(a / std::sqrt(2.0)) * a) + c2;  // < 0
+  return -0.5 * z * z - c1 + std::log(-std::expm1(u));
+}
+
+double log_expected_improvement(double mean, double sd, double best) {
+  if (!(sd > 0)) throw Error("log_expected_improvement: sd must be positive");
+  return std::log(sd) + log_h((best - mean) / sd);
+}
+
+}  // namespace tune

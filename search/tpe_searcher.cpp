@@ -1,0 +1,397 @@
+// The "tpe" searcher: Tree-structured Parzen Estimator with the semantics of
+// Optuna 3.1's TPESampler (docs/SEARCH.md): startup trials sampled at random,
+// observations split at gamma, Parzen estimators with a prior component,
+// magic clip, Optuna's ramp weights, n_ei_candidates samples from l(x) ranked
+// by log l(x) - log g(x); univariate by default, multivariate (Scott's rule
+// bandwidths, BOHB) by option; constant liar for running trials.
+//
+// Like Optuna, early-stopped trials rank after the trials that reached the
+// largest budget (later budgets first, then by value). Unlike Optuna, failed
+// trials are not ignored: they join the "above" group (as running trials do
+// under constant_liar) so the sampler steers away from regions that fail.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include "search/gp.h"
+#include "search/model_space.h"
+#include "tuner/error.h"
+
+namespace tune::internal {
+namespace {
+
+const std::vector<std::string> kTpeKeys = {"n_startup_trials", "n_ei_candidates", "gamma", "gamma_max",
+                                           "multivariate", "constant_liar", "prior_weight", "consider_magic_clip",
+                                           "consider_endpoints", "early_stopped", "exact_pdf"};
+
+double logsumexp(const std::vector<double>& v) {
+  double m = -std::numeric_limits<double>::infinity();
+  for (double x : v) m = std::max(m, x);
+  if (!std::isfinite(m)) return m;
+  double s = 0;
+  for (double x : v) s += std::exp(x - m);
+  return m + std::log(s);
+}
+
+// Optuna's default_weights: uniform up to 25 observations, then a linear
+// ramp from 1/n for the oldest ones and 1 for the latest 25.
+std::vector<double> default_weights(size_t n) {
+  std::vector<double> w(n, 1.0);
+  if (n < 25) return w;
+  const size_t ramp = n - 25;
+  for (size_t k = 0; k < ramp; ++k) {
+    const double start = 1.0 / static_cast<double>(n);
+    w[k] = ramp == 1 ? start : start + (1.0 - start) * static_cast<double>(k) / static_cast<double>(ramp - 1);
+  }
+  return w;
+}
+
+struct TpeParams {
+  double prior_weight = 1.0;
+  bool magic_clip = true, endpoints = false, multivariate = false;
+  bool exact_pdf = false;
+};
+
+// One Parzen estimator over a set of variables (all of them when
+// multivariate, one at a time otherwise).
+class Parzen {
+ public:
+  // obs[k][j]: internal value of variable vars[j] in observation k.
+  Parzen(const ModelSpace& space, std::vector<size_t> vars, const std::vector<std::vector<double>>& obs,
+         const TpeParams& p)
+      : space_(space), vars_(std::move(vars)), exact_pdf_(p.exact_pdf) {
+    const size_t n = obs.size();
+    std::vector<double> w = default_weights(n);
+    w.push_back(p.prior_weight);  // consider_prior (always on, as Optuna's default)
+    double total = 0;
+    for (double x : w) total += x;
+    for (double& x : w) x /= total;
+    log_weights_.resize(w.size());
+    for (size_t k = 0; k < w.size(); ++k) log_weights_[k] = std::log(w[k]);
+    const size_t m = n + 1;
+    const double sigma0 = 0.2 * std::pow(static_cast<double>(std::max<size_t>(n, 1)), -1.0 / (static_cast<double>(vars_.size()) + 4));
+    for (size_t j = 0; j < vars_.size(); ++j) {
+      const ModelVariable& v = space_.variables()[vars_[j]];
+      Dim dim;
+      dim.low = v.low;
+      dim.high = v.high;
+      dim.categorical = v.type == ModelVariable::Type::kCategorical;
+      dim.q = (v.type == ModelVariable::Type::kDiscrete && !v.log) ? v.q : 0.0;
+      if (dim.categorical) {
+        const size_t c = v.choices.size();
+        dim.log_probs.assign(m, std::vector<double>(c, 0.0));
+        for (size_t k = 0; k < m; ++k) {
+          std::vector<double> row(c, p.prior_weight / static_cast<double>(m));
+          if (k < n) row[static_cast<size_t>(obs[k][j])] += 1.0;
+          double s = 0;
+          for (double x : row) s += x;
+          for (size_t a = 0; a < c; ++a) dim.log_probs[k][a] = std::log(row[a] / s);
+        }
+      } else {
+        const double range = dim.high - dim.low;
+        dim.mus.resize(m);
+        dim.sigmas.resize(m);
+        for (size_t k = 0; k < n; ++k) dim.mus[k] = obs[k][j];
+        dim.mus[n] = 0.5 * (dim.low + dim.high);
+        if (p.multivariate) {
+          for (size_t k = 0; k < m; ++k) dim.sigmas[k] = sigma0 * range;
+        } else {
+          // Distance to the farther neighbour among the sorted means (with the
+          // bounds as outer neighbours); ends use their inner gap.
+          std::vector<size_t> idx(m);
+          for (size_t k = 0; k < m; ++k) idx[k] = k;
+          std::stable_sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return dim.mus[a] < dim.mus[b]; });
+          std::vector<double> s(m + 2);
+          s[0] = dim.low;
+          for (size_t k = 0; k < m; ++k) s[k + 1] = dim.mus[idx[k]];
+          s[m + 1] = dim.high;
+          std::vector<double> sorted_sigma(m);
+          for (size_t k = 0; k < m; ++k) sorted_sigma[k] = std::max(s[k + 1] - s[k], s[k + 2] - s[k + 1]);
+          if (!p.endpoints && s.size() >= 4) {
+            sorted_sigma[0] = s[2] - s[1];
+            sorted_sigma[m - 1] = s[m] - s[m - 1];
+          }
+          for (size_t k = 0; k < m; ++k) dim.sigmas[idx[k]] = sorted_sigma[k];
+        }
+        const double maxsigma = range;
+        const double minsigma = p.magic_clip ? range / std::min(100.0, 1.0 + static_cast<double>(m)) : 1e-12;
+        for (auto& sg : dim.sigmas) sg = std::clamp(sg, minsigma, maxsigma);
+        dim.sigmas[n] = range;  // prior
+      }
+      dims_.push_back(std::move(dim));
+    }
+  }
+
+  // Draws `count` points (internal values per variable, snapped).
+  std::vector<std::vector<double>> sample(std::mt19937_64& rng, int count) const {
+    std::vector<double> w(log_weights_.size());
+    for (size_t k = 0; k < w.size(); ++k) w[k] = std::exp(log_weights_[k]);
+    std::discrete_distribution<size_t> pick(w.begin(), w.end());
+    std::vector<std::vector<double>> out;
+    for (int s = 0; s < count; ++s) {
+      const size_t k = pick(rng);
+      std::vector<double> point(dims_.size());
+      for (size_t j = 0; j < dims_.size(); ++j) {
+        const Dim& d = dims_[j];
+        if (d.categorical) {
+          std::vector<double> probs(d.log_probs[k].size());
+          for (size_t a = 0; a < probs.size(); ++a) probs[a] = std::exp(d.log_probs[k][a]);
+          point[j] = static_cast<double>(std::discrete_distribution<size_t>(probs.begin(), probs.end())(rng));
+          continue;
+        }
+        std::normal_distribution<double> normal(d.mus[k], d.sigmas[k]);
+        double x = d.mus[k];
+        for (int tries = 0; tries < 100; ++tries) {
+          double t = normal(rng);
+          if (t >= d.low && t <= d.high) {
+            x = t;
+            break;
+          }
+        }
+        point[j] = space_.snap(vars_[j], std::clamp(x, d.low, d.high));
+      }
+      out.push_back(std::move(point));
+    }
+    return out;
+  }
+
+  double log_pdf(const std::vector<double>& point) const {
+    std::vector<double> terms(log_weights_);
+    for (size_t j = 0; j < dims_.size(); ++j) {
+      const Dim& d = dims_[j];
+      for (size_t k = 0; k < terms.size(); ++k) {
+        if (d.categorical) {
+          terms[k] += d.log_probs[k][static_cast<size_t>(point[j])];
+          continue;
+        }
+        const double mu = d.mus[k], sg = d.sigmas[k];
+        const double z_norm = normal_cdf((d.high - mu) / sg) - normal_cdf((d.low - mu) / sg);
+        double lp;
+        if (d.q > 0) {
+          const double lo = std::max(point[j] - 0.5 * d.q, d.low), hi = std::min(point[j] + 0.5 * d.q, d.high);
+          double mass = normal_cdf((hi - mu) / sg) - normal_cdf((lo - mu) / sg);
+          lp = mass > 1e-300 ? std::log(mass)
+                             : std::log(d.q) - 0.5 * std::pow((point[j] - mu) / sg, 2) - std::log(sg * std::sqrt(2 * M_PI));
+        } else {
+          // Optuna 3.1's truncnorm.logpdf omits the -log(sigma) of the
+          // density (standardized units); kept for identical behaviour
+          // unless exact_pdf.
+          lp = -0.5 * std::pow((point[j] - mu) / sg, 2) - 0.5 * std::log(2 * M_PI) - (exact_pdf_ ? std::log(sg) : 0.0);
+        }
+        terms[k] += lp - std::log(std::max(z_norm, 1e-300));
+      }
+    }
+    return logsumexp(terms);
+  }
+
+ private:
+  struct Dim {
+    bool categorical = false;
+    double low = 0, high = 1, q = 0;
+    std::vector<double> mus, sigmas;
+    std::vector<std::vector<double>> log_probs;
+  };
+  const ModelSpace& space_;
+  std::vector<size_t> vars_;
+  bool exact_pdf_ = false;
+  std::vector<double> log_weights_;
+  std::vector<Dim> dims_;
+};
+
+class TpeSearcher : public Searcher {
+ public:
+  TpeSearcher(const SearchOptions& options, uint64_t seed, const SearchSpace& space, std::vector<Json> points,
+              int64_t total)
+      : seed_(seed),
+        metric_(options.metric),
+        mode_(options.mode),
+        space_(space, "tpe"),
+        points_(std::move(points)),
+        total_(total) {
+    const Json& p = options.params;
+    check_param_keys(p, kTpeKeys, "tpe");
+    n_startup_ = param_int(p, "n_startup_trials", 10, 0, 1000000);
+    n_ei_candidates_ = static_cast<int>(param_int(p, "n_ei_candidates", 24, 1, 1000000));
+    gamma_ = param_double(p, "gamma", 0.1, 1e-9, 1.0);
+    gamma_max_ = param_int(p, "gamma_max", 25, 1, 1000000);
+    params_.multivariate = param_bool(p, "multivariate", false);
+    constant_liar_ = param_bool(p, "constant_liar", false);
+    params_.prior_weight = param_double(p, "prior_weight", 1.0, 1e-12, 1e12);
+    params_.magic_clip = param_bool(p, "consider_magic_clip", true);
+    params_.endpoints = param_bool(p, "consider_endpoints", false);
+    early_stopped_ = param_choice(p, "early_stopped", "rank_below", {"rank_below", "as_is"});
+    params_.exact_pdf = param_bool(p, "exact_pdf", false);
+  }
+
+  std::optional<Json> suggest(int64_t i) override {
+    if (i < 0 || i >= total_) return std::nullopt;
+    Json config = propose(i);
+    configs_[i] = config;
+    return config;
+  }
+
+  void on_complete(const Observation& o) override {
+    finished_[o.trial_index] = o;
+    configs_[o.trial_index] = o.config;
+  }
+
+  int64_t total() const override { return total_; }
+
+  void restore(int64_t /*suggested*/, const std::vector<Observation>& observations) override {
+    for (const auto& o : observations) {
+      configs_[o.trial_index] = o.config;
+      if (!o.running) finished_[o.trial_index] = o;
+    }
+  }
+
+ private:
+  struct Entry {
+    int64_t index;
+    double step_key;  // -inf: full budget; -budget: stopped early; +inf: failed or running
+    double value;
+    const Json* config;
+  };
+
+  Json propose(int64_t i) {
+    const int64_t n_points = static_cast<int64_t>(points_.size());
+    if (i < n_points) {
+      auto rng = make_rng(seed_, 1, static_cast<uint64_t>(i));
+      return space_.space().resolve(0, rng, points_[static_cast<size_t>(i)]);
+    }
+    std::vector<Observation> finished;
+    for (const auto& [index, o] : finished_) finished.push_back(o);
+    std::vector<ScoredTrial> scored = score_trials(finished, metric_, mode_);
+    std::vector<Entry> entries;
+    int64_t n_done = 0;
+    const double inf = std::numeric_limits<double>::infinity();
+    for (const auto& t : scored) {
+      if (t.ok) {
+        ++n_done;
+        const bool stopped = t.below_full_budget && early_stopped_ == "rank_below";
+        entries.push_back({t.index, stopped ? -t.budget : -inf, t.loss, &finished_.at(t.index).config});
+      } else {
+        entries.push_back({t.index, inf, 0.0, &finished_.at(t.index).config});
+      }
+    }
+    auto rng = make_rng(seed_, 4, static_cast<uint64_t>(i));
+    if (n_done < n_startup_ || space_.variables().empty()) return space_.space().resolve(0, rng);
+    if (constant_liar_)
+      for (const auto& [index, config] : configs_)
+        if (!finished_.count(index) && index != i) entries.push_back({index, inf, 0.0, &config});
+
+    // gamma counts finished trials only (Optuna ignores running ones there).
+    size_t n_scored = 0;
+    for (const auto& e : entries) n_scored += e.step_key < inf;
+    const size_t n = entries.size();
+    const size_t n_below = std::min<size_t>(static_cast<size_t>(std::ceil(gamma_ * static_cast<double>(n_scored))),
+                                            static_cast<size_t>(gamma_max_));
+    std::vector<Entry> ranked = entries;
+    std::stable_sort(ranked.begin(), ranked.end(), [](const Entry& a, const Entry& b) {
+      if (a.step_key != b.step_key) return a.step_key < b.step_key;
+      if (a.value != b.value) return a.value < b.value;
+      return a.index < b.index;
+    });
+    std::vector<Entry> below(ranked.begin(), ranked.begin() + static_cast<std::ptrdiff_t>(std::min(n_below, n)));
+    std::vector<Entry> above(ranked.begin() + static_cast<std::ptrdiff_t>(std::min(n_below, n)), ranked.end());
+    auto by_index = [](const Entry& a, const Entry& b) { return a.index < b.index; };
+    std::sort(below.begin(), below.end(), by_index);
+    std::sort(above.begin(), above.end(), by_index);
+
+    const size_t nv = space_.variables().size();
+    std::vector<double> chosen(nv, 0.0);
+    if (params_.multivariate) {
+      std::vector<size_t> all(nv);
+      for (size_t v = 0; v < nv; ++v) all[v] = v;
+      auto rows = [&](const std::vector<Entry>& group) {
+        std::vector<std::vector<double>> out;
+        for (const auto& e : group) {
+          std::vector<double> row(nv);
+          bool complete = true;
+          for (size_t v = 0; v < nv && complete; ++v) {
+            auto x = space_.internal(v, *e.config);
+            complete = x.has_value();
+            if (complete) row[v] = space_.snap(v, *x);
+          }
+          if (complete) out.push_back(std::move(row));
+        }
+        return out;
+      };
+      Parzen l(space_, all, rows(below), params_), g(space_, all, rows(above), params_);
+      chosen = best_candidate(l, g, rng);
+    } else {
+      for (size_t v = 0; v < nv; ++v) {
+        auto column = [&](const std::vector<Entry>& group) {
+          std::vector<std::vector<double>> out;
+          for (const auto& e : group)
+            if (auto x = space_.internal(v, *e.config)) out.push_back({space_.snap(v, *x)});
+          return out;
+        };
+        Parzen l(space_, {v}, column(below), params_), g(space_, {v}, column(above), params_);
+        chosen[v] = best_candidate(l, g, rng)[0];
+      }
+    }
+    return space_.config_from_internal(chosen);
+  }
+
+  std::vector<double> best_candidate(const Parzen& l, const Parzen& g, std::mt19937_64& rng) const {
+    auto samples = l.sample(rng, n_ei_candidates_);
+    size_t best = 0;
+    double best_score = -std::numeric_limits<double>::infinity();
+    for (size_t s = 0; s < samples.size(); ++s) {
+      const double score = l.log_pdf(samples[s]) - g.log_pdf(samples[s]);
+      if (score > best_score) {
+        best_score = score;
+        best = s;
+      }
+    }
+    return samples[best];
+  }
+
+  uint64_t seed_;
+  std::string metric_, mode_;
+  ModelSpace space_;
+  std::vector<Json> points_;
+  int64_t total_;
+  int64_t n_startup_ = 10, gamma_max_ = 25;
+  int n_ei_candidates_ = 24;
+  double gamma_ = 0.1;
+  bool constant_liar_ = false;
+  TpeParams params_;
+  std::string early_stopped_;
+  std::map<int64_t, Json> configs_;
+  std::map<int64_t, Observation> finished_;
+};
+
+}  // namespace
+
+std::vector<double> tpe_parzen_log_pdf(const SearchSpace& space, const std::vector<Json>& observed,
+                                       const std::vector<Json>& at, bool multivariate, bool exact_pdf) {
+  ModelSpace model(space, "tpe");
+  const size_t nv = model.variables().size();
+  auto rows = [&](const std::vector<Json>& configs) {
+    std::vector<std::vector<double>> out;
+    for (const auto& c : configs) {
+      std::vector<double> row(nv);
+      for (size_t v = 0; v < nv; ++v) row[v] = model.snap(v, model.internal(v, c).value());
+      out.push_back(row);
+    }
+    return out;
+  };
+  TpeParams params;
+  params.multivariate = multivariate;
+  params.exact_pdf = exact_pdf;
+  std::vector<size_t> all(nv);
+  for (size_t v = 0; v < nv; ++v) all[v] = v;
+  Parzen estimator(model, all, rows(observed), params);
+  std::vector<double> out;
+  for (const auto& row : rows(at)) out.push_back(estimator.log_pdf(row));
+  return out;
+}
+
+std::unique_ptr<Searcher> make_tpe_searcher(const SearchOptions& options, uint64_t seed, const SearchSpace& space,
+                                            const std::vector<Json>& points_to_evaluate, int64_t total) {
+  return std::make_unique<TpeSearcher>(options, seed, space, points_to_evaluate, total);
+}
+
+}  // namespace tune::internal
