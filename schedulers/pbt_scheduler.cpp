@@ -19,6 +19,7 @@
 #include <map>
 #include <random>
 #include <set>
+#include <sstream>
 
 #include "schedulers/params.h"
 #include "schedulers/scheduler_factory.h"
