@@ -45,7 +45,7 @@ class AshaScheduler : public Scheduler {
     const int64_t brackets = p.integer("brackets", 1, 1);
     stop_last_ = p.boolean("stop_last_trials", true);
     promotion_ = p.boolean("promotion", false);
-    if (grace_ > max_t_) p.fail("grace_period", "must be <= max_t (" + Json(max_t_).dump() + ")");
+    if (grace_ > max_t_) p.fail("grace_period", "must be <= max_t (" + internal::num(max_t_) + ")");
     for (int64_t s = 0; s < brackets; ++s) {
       std::vector<double> milestones = asha_milestones(grace_, rf_, max_t_, static_cast<int>(s));
       if (milestones.empty()) break;  // grace * rf^s beyond max_t: no more brackets

@@ -8,6 +8,11 @@
 
 namespace tune::internal {
 
+std::string num(double x) {
+  if (std::floor(x) == x && std::fabs(x) < 1e15) return std::to_string(static_cast<long long>(x));
+  return Json(x).dump();
+}
+
 namespace {
 std::string show(const Json& value) { return value.is_string() ? "'" + value.get<std::string>() + "'" : value.dump(); }
 }  // namespace
@@ -38,7 +43,7 @@ double SchedulerParams::number(const std::string& key, double fallback, double m
   if (!v.is_number()) fail(key, what);
   double x = v.get<double>();
   if (!std::isfinite(x) || (inclusive ? x < min : x <= min)) {
-    if (min != 0) fail(key, std::string("must be a number ") + (inclusive ? ">= " : "> ") + Json(min).dump());
+    if (min != 0) fail(key, std::string("must be a number ") + (inclusive ? ">= " : "> ") + num(min));
     fail(key, what);
   }
   return x;
@@ -48,7 +53,7 @@ double SchedulerParams::number_in(const std::string& key, double fallback, doubl
   if (!has(key)) return fallback;
   const Json& v = params_.at(key);
   if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < low || v.get<double>() > high)
-    fail(key, "must be a number in [" + Json(low).dump() + ", " + Json(high).dump() + "]");
+    fail(key, "must be a number in [" + num(low) + ", " + num(high) + "]");
   return v.get<double>();
 }
 

@@ -44,6 +44,9 @@ class SchedulerParams {
   Json params_;
 };
 
+// 100 -> "100", 0.5 -> "0.5" (for messages).
+std::string num(double x);
+
 // result[key] as a double when it is a number.
 bool number_at(const Json& result, const std::string& key, double* value);
 

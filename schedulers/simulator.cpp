@@ -118,6 +118,7 @@ SimulationResult simulate(Scheduler& scheduler, const SimulationOptions& o) {
   while (!running.empty()) {
     const Running done = running.top();
     running.pop();
+    if (next < o.num_trials) r.idle_with_trials_left += free * (done.finish - now);
     now = done.finish;
     const int64_t t = done.trial;
     SimulatedTrial& trial = r.trials[t];

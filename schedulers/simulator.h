@@ -53,6 +53,9 @@ struct SimulationResult {
   double makespan = 0;             // fake seconds until the last worker is idle
   double busy = 0;                 // fake worker-seconds spent training
   double utilization() const;      // busy / (workers * makespan)
+  // Fake worker-seconds idle while the searcher still had trials to start:
+  // 0 for a scheduler that never holds a worker back.
+  double idle_with_trials_left = 0;
   struct Exploit { int64_t trial, donor, iteration; Json old_config, new_config; };
   std::vector<Exploit> exploits;
   int workers_ = 1;

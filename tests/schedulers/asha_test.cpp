@@ -1,0 +1,153 @@
+// ASHA: the paper's get_job rule (promotion mode) and Ray's stopping rule on
+// scripted sequences of results.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "schedulers/scheduler.h"
+#include "schedulers/simulator.h"
+#include "tuner/error.h"
+
+namespace tune {
+namespace {
+
+Json at(double t, double loss) { return {{"training_iteration", t}, {"loss", loss}}; }
+
+TEST(AshaPromotion, FollowsGetJobOnAScriptedSequence) {
+  // rf 3, rungs at 1, 3, 9 (max_t).
+  auto s = make_scheduler("asha", {{"promotion", true}, {"grace_period", 1}, {"reduction_factor", 3}, {"max_t", 9}},
+                          "loss", "min");
+  for (int i = 0; i < 6; ++i) s->on_trial_add(i, Json::object());
+  EXPECT_EQ(s->on_result(0, at(1, 0.5)).action, TrialAction::kPause);
+  // One trial at rung 0: floor(1/3) = 0 promotable -> start a new trial.
+  EXPECT_EQ(s->choose_trial_to_run({0}), std::nullopt);
+  EXPECT_EQ(s->on_result(1, at(1, 0.3)).action, TrialAction::kPause);
+  EXPECT_EQ(s->on_result(2, at(1, 0.9)).action, TrialAction::kPause);
+  // Three at rung 0: the top 1 (trial 1) is promoted, then nothing more.
+  EXPECT_EQ(s->choose_trial_to_run({0, 1, 2}), 1);
+  EXPECT_EQ(s->choose_trial_to_run({0, 2}), std::nullopt);
+  EXPECT_EQ(s->on_result(1, at(2, 0.25)).action, TrialAction::kContinue);
+  EXPECT_EQ(s->on_result(1, at(3, 0.2)).action, TrialAction::kPause);
+  EXPECT_EQ(s->on_result(3, at(1, 0.1)).action, TrialAction::kPause);
+  EXPECT_EQ(s->on_result(4, at(1, 0.2)).action, TrialAction::kPause);
+  EXPECT_EQ(s->on_result(5, at(1, 0.8)).action, TrialAction::kPause);
+  // Rung 1 holds only trial 1 (floor(1/3) = 0), so rung 0's top 2 of 6 go:
+  // trial 1 is already promoted, trial 3 (0.1) then trial 4 (0.2).
+  EXPECT_EQ(s->choose_trial_to_run({0, 1, 2, 3, 4, 5}), 3);
+  EXPECT_EQ(s->choose_trial_to_run({0, 1, 2, 4, 5}), 4);
+  EXPECT_EQ(s->choose_trial_to_run({0, 1, 2, 5}), std::nullopt);
+  EXPECT_EQ(s->on_result(3, at(3, 0.05)).action, TrialAction::kPause);
+  EXPECT_EQ(s->on_result(4, at(3, 0.15)).action, TrialAction::kPause);
+  // Rung 1 now has 3: its best (trial 3) goes to rung 2 before anything at rung 0.
+  EXPECT_EQ(s->choose_trial_to_run({0, 1, 2, 4, 5}), std::nullopt);  // trial 3 is not paused: skipped
+  EXPECT_EQ(s->choose_trial_to_run({0, 1, 2, 3, 4, 5}), 3);
+  EXPECT_EQ(s->on_result(3, at(9, 0.01)).action, TrialAction::kStop);  // max_t
+}
+
+TEST(AshaPromotion, EndsWithSuccessiveHalvingCountsAtTheTop) {
+  // 81 trials, rf 3, rungs 1..27: every rung's top third is promoted in the end,
+  // and the best trial (lowest loss) is the one reaching 27 in every run.
+  for (int workers : {1, 4, 16}) {
+    auto s = make_scheduler("asha", {{"promotion", true}, {"reduction_factor", 3}, {"max_t", 27}}, "loss", "min");
+    SimulationOptions o;
+    o.workers = workers;
+    o.num_trials = 81;
+    o.config_of = [](int64_t i) { return Json{{"q", (i * 37) % 81}}; };
+    o.step = [](const Json& c, std::vector<double>&, int64_t it) { return c["q"].get<double>() + 100.0 / it; };
+    SimulationResult r = simulate(*s, o);
+    std::map<int64_t, int> reached;
+    for (const auto& t : r.trials) reached[t.iterations] += 1;
+    EXPECT_EQ(reached[27], r.trials[0].iterations == 27 ? reached[27] : reached[27]);
+    // q = 0 is trial 0 (the best), it must get to max_t.
+    EXPECT_EQ(r.trials[0].iterations, 27) << "workers " << workers;
+    // At least floor(81/3^k) trials reach each rung (ASHA may promote more early on).
+    int at_least_3 = 0, at_least_9 = 0;
+    for (const auto& t : r.trials) {
+      at_least_3 += t.iterations >= 3;
+      at_least_9 += t.iterations >= 9;
+    }
+    EXPECT_GE(at_least_3, 27);
+    EXPECT_GE(at_least_9, 9);
+    EXPECT_GE(reached[27], 3);
+    if (workers == 1) {
+      // Sequentially, trials are judged against the ones before them only.
+      EXPECT_LE(at_least_3, 81);
+    }
+    for (const auto& t : r.trials) EXPECT_EQ(t.status, "TERMINATED");
+  }
+}
+
+TEST(AshaStopping, StopsBelowTheRungPercentileLikeRay) {
+  // rf 4: continue only at or above the 75th percentile of the scores already at the rung.
+  auto s = make_scheduler("asha", {{"grace_period", 1}, {"reduction_factor", 4}, {"max_t", 16}}, "loss", "min");
+  for (int i = 0; i < 5; ++i) s->on_trial_add(i, Json::object());
+  EXPECT_EQ(s->on_result(0, at(1, 0.5)).action, TrialAction::kContinue);  // first at the rung
+  EXPECT_EQ(s->on_result(1, at(1, 0.6)).action, TrialAction::kStop);      // worse than 0.5
+  EXPECT_EQ(s->on_result(2, at(1, 0.4)).action, TrialAction::kContinue);  // better than everything
+  // Scores so far (max-form) -0.5, -0.6, -0.4: 75th percentile = -0.45.
+  EXPECT_EQ(s->on_result(3, at(1, 0.46)).action, TrialAction::kStop);
+  EXPECT_EQ(s->on_result(4, at(1, 0.44)).action, TrialAction::kContinue);
+  // Between rungs nothing is judged; reaching max_t stops.
+  EXPECT_EQ(s->on_result(0, at(2, 9.0)).action, TrialAction::kContinue);
+  EXPECT_EQ(s->on_result(0, at(4, 0.3)).action, TrialAction::kContinue);  // first at rung 4
+  EXPECT_EQ(s->on_result(2, at(4, 0.35)).action, TrialAction::kStop);
+  EXPECT_EQ(s->on_result(0, at(16, 0.1)).action, TrialAction::kStop);
+}
+
+TEST(AshaStopping, ModeMaxAndAnotherTimeAttribute) {
+  auto s = make_scheduler("asha", {{"time_attr", "epoch"}, {"grace_period", 2}, {"reduction_factor", 2}, {"max_t", 8},
+                                   {"mode", "max"}, {"metric", "acc"}},
+                          "loss", "min");
+  EXPECT_EQ(s->on_result(0, {{"epoch", 2}, {"acc", 0.8}}).action, TrialAction::kContinue);
+  EXPECT_EQ(s->on_result(1, {{"epoch", 2}, {"acc", 0.7}}).action, TrialAction::kStop);
+  EXPECT_EQ(s->on_result(2, {{"epoch", 1}, {"acc", 0.1}}).action, TrialAction::kContinue);  // before grace
+  EXPECT_EQ(s->on_result(3, {{"training_iteration", 5}, {"loss", 0.1}}).action, TrialAction::kContinue);  // no epoch: not judged
+}
+
+TEST(Asha, SeveralBracketsStartAtLaterRungs) {
+  auto s = make_scheduler("asha", {{"brackets", 2}, {"reduction_factor", 2}, {"max_t", 8}}, "loss", "min");
+  s->on_trial_add(0, Json::object());  // bracket 0: rungs 1, 2, 4, 8
+  s->on_trial_add(1, Json::object());  // bracket 1: rungs 2, 4, 8
+  EXPECT_EQ(s->on_result(0, at(1, 0.5)).action, TrialAction::kContinue);
+  EXPECT_EQ(s->on_result(1, at(1, 0.9)).action, TrialAction::kContinue);  // no rung at 1 in bracket 1
+  EXPECT_EQ(s->on_result(1, at(2, 0.9)).action, TrialAction::kContinue);  // first at its rung 2
+  EXPECT_EQ(s->on_result(0, at(2, 0.95)).action, TrialAction::kContinue); // bracket 0's rung 2: first too
+}
+
+TEST(Asha, PromotionKeepsEveryWorkerBusy) {
+  // 64 workers, 2,000 trials of rf 3 up to 27: no worker idles while trials are left
+  // (utilisation over the whole run, tail included, is measured by bench/run schedulers).
+  auto s = make_scheduler("asha", {{"promotion", true}, {"reduction_factor", 3}, {"max_t", 27}}, "loss", "min");
+  SimulationOptions o;
+  o.workers = 64;
+  o.num_trials = 2000;
+  o.config_of = [](int64_t i) { return Json{{"q", (i * 7919) % 2000}}; };
+  o.step = [](const Json& c, std::vector<double>&, int64_t it) { return c["q"].get<double>() / 2000 + 1.0 / it; };
+  SimulationResult r = simulate(*s, o);
+  EXPECT_EQ(r.idle_with_trials_left, 0);
+  EXPECT_GT(r.utilization(), 0.5);
+}
+
+TEST(Asha, RejectsBadOptions) {
+  auto error = [](const Json& params) {
+    try {
+      make_scheduler("asha", params, "loss", "min");
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error({{"reduction_facter", 1}}), "scheduler asha has no option 'reduction_facter' (did you mean 'reduction_factor'?); options: "
+                                   "time_attr, metric, mode, max_t, grace_period, reduction_factor, brackets, "
+                                   "stop_last_trials, promotion");
+  EXPECT_EQ(error({{"reduction_factor", 1}}), "scheduler asha: reduction_factor must be a number > 1, got 1");
+  EXPECT_EQ(error({{"max_t", -3}}), "scheduler asha: max_t must be a positive number, got -3");
+  EXPECT_EQ(error({{"grace_period", 200}}), "scheduler asha: grace_period must be <= max_t (100), got 200");
+  EXPECT_EQ(error({{"promotion", "yes"}}), "scheduler asha: promotion must be true or false, got 'yes'");
+  EXPECT_EQ(error({{"mode", "up"}}), "scheduler asha: mode must be min|max, got 'up'");
+  EXPECT_THROW(make_scheduler("asha", Json::object(), "", ""), ConfigError);
+  EXPECT_EQ(error({{"brackets", 0}}), "scheduler asha: brackets must be an integer >= 1, got 0");
+}
+
+}  // namespace
+}  // namespace tune
