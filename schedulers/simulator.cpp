@@ -47,7 +47,7 @@ SimulationResult simulate(Scheduler& scheduler, const SimulationOptions& o) {
   int free = o.workers;
   bool announced = false;
   auto step_time = [&](int64_t t) {
-    return o.step_time ? o.step_time(r.trials[t].config, r.trials[t].iterations + 1) : 1.0;
+    return o.step_time ? o.step_time(t, r.trials[t].config, r.trials[t].iterations + 1) : 1.0;
   };
   auto start = [&](int64_t t) {
     r.trials[t].status = "RUNNING";

@@ -33,8 +33,8 @@ struct SimulationOptions {
   std::function<std::vector<double>(const Json& config)> init;
   // One training step: updates `state`, returns the metric after iteration `iteration` (1-based).
   std::function<double(const Json& config, std::vector<double>& state, int64_t iteration)> step;
-  // Fake seconds a step takes (default 1). Results carry time_total_s.
-  std::function<double(const Json& config, int64_t iteration)> step_time;
+  // Fake seconds a step of `trial` takes (default 1). Results carry time_total_s.
+  std::function<double(int64_t trial, const Json& config, int64_t iteration)> step_time;
 };
 
 struct SimulatedTrial {
