@@ -22,6 +22,7 @@ SchedulerParams::SchedulerParams(std::string type, const Json& params, const std
   if (!params_.is_object()) throw ConfigError("scheduler " + type_ + ": options must be a mapping, got " + params_.dump());
   for (const auto& item : params_.items()) {
     if (std::find(keys.begin(), keys.end(), item.key()) != keys.end()) continue;
+    if (keys.empty()) throw ConfigError("scheduler " + type_ + " takes no options, got '" + item.key() + "'");
     std::string message = "scheduler " + type_ + " has no option '" + item.key() + "'";
     std::string hint = closest_match_impl(item.key(), keys);
     if (!hint.empty()) message += " (did you mean '" + hint + "'?)";

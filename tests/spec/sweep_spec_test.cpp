@@ -199,9 +199,17 @@ TEST(SweepSpecErrors, UnknownSearchAlgorithmsAndSchedulersAreNamed) {
   EXPECT_EQ(error_of(with("search:\n  algorithm: bayess\n")),
             "sweep.yaml:4: unknown search algorithm 'bayess' (did you mean 'bayes'?)");
   EXPECT_EQ(error_of(with("scheduler: {type: fiffo}\n")),
-            "sweep.yaml:3: scheduler: unknown scheduler 'fiffo' (expected fifo)");
+            "sweep.yaml:3: scheduler: unknown scheduler 'fiffo' (did you mean 'fifo'?); expected one of fifo, asha, "
+            "hyperband, median_stopping, pbt, pb2");
   EXPECT_EQ(error_of(with("scheduler: {type: fifo, grace_period: 3}\n")),
             "sweep.yaml:3: scheduler: scheduler fifo takes no options, got 'grace_period'");
+  EXPECT_EQ(error_of(with("scheduler: {type: asha, max_t: 10, grace_periods: 3}\n")),
+            "sweep.yaml:3: scheduler: scheduler asha has no option 'grace_periods' (did you mean 'grace_period'?); "
+            "options: time_attr, metric, mode, max_t, grace_period, reduction_factor, brackets, stop_last_trials, "
+            "promotion");
+  EXPECT_EQ(error_of(with("metric: q\nmode: max\nscheduler:\n  type: pbt\n  hyperparam_mutations: {lr: {loguniform: [0, 1]}}\n")),
+            "sweep.yaml:6: scheduler: scheduler pbt: hyperparam_mutations.lr: loguniform: bounds must be positive, got "
+            "[0, 1]");
 }
 
 TEST(SweepSpecErrors, DomainErrorsCarryTheParameterLine) {
@@ -272,7 +280,7 @@ TEST(SweepSpecValidate, RepeatsTheSemanticChecksForSpecsBuiltInCpp) {
   EXPECT_EQ(error_of_spec([](SweepSpec& s) { s.num_samples = 0; }), "num_samples must be a positive integer, got 0");
   EXPECT_THAT(error_of_spec([](SweepSpec& s) { s.resources.workers = 0; }), HasSubstr("resources.workers"));
   EXPECT_THAT(error_of_spec([](SweepSpec& s) { s.failure.max_failures = -2; }), HasSubstr("max_failures"));
-  EXPECT_THAT(error_of_spec([](SweepSpec& s) { s.scheduler.type = "pbt"; }), HasSubstr("unknown scheduler 'pbt'"));
+  EXPECT_THAT(error_of_spec([](SweepSpec& s) { s.scheduler.type = "pbx"; }), HasSubstr("unknown scheduler 'pbx'"));
   EXPECT_THAT(error_of_spec([](SweepSpec& s) { s.search.algorithm = "tpx"; }), HasSubstr("unknown search algorithm 'tpx'"));
   EXPECT_EQ(error_of_spec([](SweepSpec& s) { s.search.algorithm = "tpe"; }),
             "search algorithm 'tpe' needs the experiment's metric and mode (min or max)");
