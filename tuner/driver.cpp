@@ -250,7 +250,10 @@ void Driver::loop() {
 // batch at most once a second (its size grows with the trials), and at the end.
 void Driver::save_states(bool force) {
   const double now = now_seconds();
-  if (!force && now - last_state_save_ < 1.0) return;
+  // A pause or exploit is saved with its batch: a restored scheduler must know
+  // every trial the store shows PAUSED (e.g. its ASHA rung), or it is orphaned.
+  if (!force && !state_changed_ && now - last_state_save_ < 1.0) return;
+  state_changed_ = false;
   last_state_save_ = now;
   store_->set_searcher_state(experiment_.id, {{"suggested", next_index_}});
   store_->set_scheduler_state(experiment_.id, scheduler_->save_state());

@@ -126,6 +126,7 @@ class Driver {
   std::set<int64_t> paused_;      // PAUSED, resumed when the scheduler picks them
   int64_t next_index_ = 0;
   bool searcher_done_ = false;
+  bool state_changed_ = false;  // a pause/exploit in this batch: save scheduler state now
   bool stopping_ = false, interrupted_ = false;
   double started_ = 0, last_progress_ = 0, last_state_save_ = 0;
 };

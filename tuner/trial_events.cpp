@@ -140,12 +140,14 @@ void Driver::on_done(TrialState& trial, bool stopped) {
   trial.after_stop = TrialDecision::next();
   const TrialAction after = stopped ? decision.action : TrialAction::kStop;
   if (after == TrialAction::kPause && !stopping_) {
+    state_changed_ = true;
     trial.status = kPaused;
     store_->set_trial_status(trial.row, kPaused, now);
     paused_.insert(trial.index);
     return;
   }
   if (after == TrialAction::kExploit && !stopping_) {
+    state_changed_ = true;
     exploit(trial, decision);
     return;
   }

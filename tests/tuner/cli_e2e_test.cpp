@@ -306,6 +306,55 @@ TEST(CliResume, ContinuesAfterKill9WithTheSameConfigsAsAnUninterruptedRun) {
   EXPECT_EQ(configs_of(storage, "killed"), configs_of(storage, "straight"));
 }
 
+TEST(CliResume, AshaPromotionKeepsItsRungsAcrossKill9) {
+  TempDir dir;
+  std::string file = dir.write("asha.yaml", R"(name: asha
+trainable: synthetic
+metric: loss
+mode: min
+num_samples: 9
+search: {seed: 11}
+scheduler: {type: asha, promotion: true, reduction_factor: 3, max_t: 9}
+param_space:
+  x: {uniform: [-1, 1]}
+  iterations: 9
+  sleep_s: 0.1
+  checkpoint: true
+)");
+  std::string storage = dir.file("store");
+  int pid = start_in_background("run " + file + " --storage " + storage + " --slots 2 --quiet", dir);
+  ASSERT_GT(pid, 0);
+  bool paused = false;
+  for (int i = 0; i < 400 && !paused; ++i) {
+    auto status = run_tune("status asha --storage " + storage + " --json");
+    paused = status.exit_code == 0 && json_of(status.out)["counts"].value("PAUSED", 0) >= 4;
+    if (!paused) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(paused);
+  run_command("kill -9 " + std::to_string(pid));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  auto resumed = run_tune("resume asha --storage " + storage + " --quiet");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  auto trials = json_of(run_tune("trials asha --storage " + storage + " --json").out);
+  ASSERT_EQ(trials.size(), 9u);
+  double best_x2 = 1e9;
+  int64_t best_iterations = 0, at_least_3 = 0;
+  for (const auto& t : trials) {
+    EXPECT_EQ(t["status"], "TERMINATED") << t.dump();
+    const double x = t["config"]["x"].get<double>();
+    const int64_t it = t["iteration"].get<int64_t>();
+    // Resumed from checkpoints: the state is x per iteration, never restarted.
+    EXPECT_NEAR(t["last_result"]["state"].get<double>(), it * x, 1e-9);
+    EXPECT_TRUE(it == 1 || it == 3 || it == 9) << t.dump();
+    at_least_3 += it >= 3;
+    if (x * x < best_x2) best_x2 = x * x, best_iterations = it;
+  }
+  // The rungs recorded before the kill still count: the best trial (lowest
+  // x^2, paused at rung 1 or 3 when the driver died) is promoted to max_t.
+  EXPECT_EQ(best_iterations, 9);
+  EXPECT_GE(at_least_3, 3);
+}
+
 TEST(CliResume, CtrlCInterruptsAndResumeFinishes) {
   TempDir dir;
   std::string file = dir.write("slow.yaml", kSlow);

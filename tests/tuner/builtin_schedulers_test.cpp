@@ -1,0 +1,140 @@
+// The built-in schedulers through the real driver (in-process trials that
+// checkpoint every iteration): ASHA promotion pauses and resumes trials from
+// their checkpoints, HyperBand ends its losers, PBT exploits are in the store.
+// (The scheduler's state across kill -9 + `tune resume`: tests/tuner/cli_e2e_test.cpp.)
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <iomanip>
+#include <map>
+
+#include "storage/store.h"
+#include "test_util.h"
+#include "tuner/tuner.h"
+
+namespace tune {
+namespace {
+
+using testing::TempDir;
+
+RunConfig quiet(const TempDir& dir, int slots) {
+  RunConfig run;
+  run.storage_path = dir.path();
+  run.verbose = false;
+  run.slots = slots;
+  return run;
+}
+
+// loss = q + 1/iteration; the state (a running sum of q) is checkpointed, so a
+// resumed trial that restarted from scratch would have a wrong state.
+void curve(Session& s) {
+  double state = 0;
+  if (s.checkpoint()) std::ifstream(s.checkpoint()->path + "/state") >> state;
+  const double q = s.config()["q"].get<double>();
+  for (int64_t i = s.iteration() + 1; i <= 27; ++i) {
+    state += q;
+    std::string dir = s.make_checkpoint_dir();
+    std::ofstream(dir + "/state") << std::setprecision(17) << state;
+    s.report({{"loss", q + 1.0 / static_cast<double>(i)}, {"state", state}}, dir);
+  }
+}
+
+SweepSpec spec(const std::string& name, int64_t samples, const std::string& type, Json params) {
+  SweepSpec s;
+  s.name = name;
+  s.metric = "loss";
+  s.mode = "min";
+  s.num_samples = samples;
+  s.search.seed = 3;
+  s.param_space.add("q", uniform(0, 1));
+  s.scheduler.type = type;
+  s.scheduler.params = std::move(params);
+  return s;
+}
+
+// Every trial's results are iterations 1..n without gaps, and the state is
+// the sum over them (so resumes continued from checkpoints).
+void expect_continuous(Store& store, const std::string& experiment, std::map<int64_t, int>* reached) {
+  auto exp = store.find_experiment(experiment);
+  ASSERT_TRUE(exp);
+  for (const auto& trial : store.trials(exp->id)) {
+    EXPECT_EQ(trial.status, "TERMINATED") << trial.trial_index;
+    auto rows = store.results(trial.id);
+    for (size_t i = 0; i < rows.size(); ++i) ASSERT_EQ(rows[i].iteration, static_cast<int64_t>(i + 1));
+    const double q = trial.config["q"];
+    EXPECT_NEAR(trial.last_result["state"].get<double>(), q * static_cast<double>(rows.size()), 1e-9);
+    (*reached)[static_cast<int>(rows.size())] += 1;
+  }
+}
+
+TEST(BuiltinSchedulers, AshaPromotionPausesAndResumesFromCheckpoints) {
+  TempDir dir;
+  ResultGrid grid = Tuner(curve, spec("asha", 9, "asha", {{"promotion", true}, {"reduction_factor", 3}, {"max_t", 9}}),
+                          quiet(dir, 2))
+                        .fit();
+  EXPECT_EQ(grid.num_terminated(), 9);
+  auto store = Store::open(dir.path(), true);
+  std::map<int64_t, int> reached;
+  expect_continuous(*store, "asha", &reached);
+  // 9 trials, rf 3, rungs 1, 3, 9: the best trial (lowest q) reaches 9 and
+  // at least 3 trials reach 3; most stop at 1.
+  EXPECT_GE(reached[9], 1);
+  EXPECT_GE(reached[3] + reached[9], 3);
+  EXPECT_GE(reached[1], 4);
+  EXPECT_EQ(grid.best().metrics["training_iteration"], 9);
+  // Paused trials were resumed: more than one attempt each for the promoted.
+  int resumed = 0;
+  for (const auto& t : store->trials(store->find_experiment("asha")->id)) resumed += t.attempts > 1;
+  EXPECT_GE(resumed, 3);
+}
+
+TEST(BuiltinSchedulers, HyperBandRunsItsBracketsThroughTheDriver) {
+  TempDir dir;
+  // max_t 4, eta 2: brackets (4@1, 2@2, 1@4), (3@2, 1@4), (3@4): 10 trials.
+  ResultGrid grid = Tuner(curve, spec("hb", 10, "hyperband", {{"max_t", 4}, {"reduction_factor", 2}}), quiet(dir, 2)).fit();
+  EXPECT_EQ(grid.num_terminated(), 10);
+  auto store = Store::open(dir.path(), true);
+  std::map<int64_t, int> reached;
+  expect_continuous(*store, "hb", &reached);
+  EXPECT_EQ(reached, (std::map<int64_t, int>{{1, 2}, {2, 3}, {4, 5}}));
+}
+
+TEST(BuiltinSchedulers, AshaStoppingAndMedianStopEarly) {
+  for (const auto& [type, params] : std::vector<std::pair<std::string, Json>>{
+           {"asha", {{"reduction_factor", 3}, {"max_t", 27}}},
+           {"median_stopping", {{"time_attr", "training_iteration"}, {"grace_period", 3}, {"min_samples_required", 2}}}}) {
+    TempDir dir;
+    ResultGrid grid = Tuner(curve, spec(type, 8, type, params), quiet(dir, 1)).fit();
+    int stopped_early = 0;
+    for (const auto& r : grid.results()) stopped_early += r.metrics["training_iteration"].get<int>() < 27;
+    EXPECT_GE(stopped_early, 2) << type;
+    EXPECT_EQ(grid.best().metrics["training_iteration"], 27) << type;
+  }
+}
+
+TEST(BuiltinSchedulers, PbtExploitsAreRecordedAndTrialsContinue) {
+  TempDir dir;
+  Json params = {{"time_attr", "training_iteration"}, {"perturbation_interval", 3}, {"quantile_fraction", 0.5},
+                 {"hyperparam_mutations", {{"q", {{"uniform", {0, 1}}}}}}, {"seed", 1}};
+  ResultGrid grid = Tuner(curve, spec("pbt", 4, "pbt", params), quiet(dir, 2)).fit();
+  EXPECT_EQ(grid.num_terminated(), 4);
+  auto store = Store::open(dir.path(), true);
+  auto exp = store->find_experiment("pbt");
+  auto lineage = store->exploits(exp->id);
+  ASSERT_FALSE(lineage.empty());
+  std::map<int64_t, TrialRecord> by_id;
+  for (const auto& t : store->trials(exp->id)) by_id[t.id] = t;
+  for (const auto& e : lineage) {
+    EXPECT_NE(e.trial_id, e.donor_trial_id);
+    EXPECT_EQ(e.iteration % 3, 0);
+    EXPECT_GT(e.donor_iteration, 0);
+  }
+  for (const auto& [id, t] : by_id) {
+    auto rows = store->results(id);
+    ASSERT_EQ(rows.size(), 27u);  // every trial runs to the end, iterations continuous
+    for (size_t i = 0; i < rows.size(); ++i) EXPECT_EQ(rows[i].iteration, static_cast<int64_t>(i + 1));
+  }
+}
+
+}  // namespace
+}  // namespace tune
