@@ -60,7 +60,7 @@ class Scheduler {
   virtual void on_checkpoint(int64_t /*trial_index*/, int64_t /*iteration*/) {}
   virtual void on_trial_complete(int64_t /*trial_index*/, const Json& /*last_result*/) {}
   virtual void on_trial_error(int64_t /*trial_index*/) {}
-  // `paused`: indices of PAUSED trials. Default: nullopt (start new trials).
+  // `paused`: indices of PAUSED trials, ascending. Default: nullopt (start new trials).
   virtual std::optional<int64_t> choose_trial_to_run(const std::vector<int64_t>& /*paused*/) {
     return std::nullopt;
   }

@@ -70,9 +70,10 @@ SimulationResult simulate(Scheduler& scheduler, const SimulationOptions& o) {
       }
       if (pending.empty() && !paused.empty()) {
         std::optional<int64_t> chosen;
+        const std::vector<int64_t> candidates(paused.begin(), paused.end());  // the driver's cost, not the scheduler's
         {
           Clock c(&r);
-          chosen = scheduler.choose_trial_to_run(std::vector<int64_t>(paused.begin(), paused.end()));
+          chosen = scheduler.choose_trial_to_run(candidates);
         }
         if (chosen && paused.erase(*chosen)) {
           TrialDecision d;
@@ -118,7 +119,10 @@ SimulationResult simulate(Scheduler& scheduler, const SimulationOptions& o) {
   while (!running.empty()) {
     const Running done = running.top();
     running.pop();
-    if (next < o.num_trials) r.idle_with_trials_left += free * (done.finish - now);
+    if (next < o.num_trials) {
+      r.idle_with_trials_left += free * (done.finish - now);
+      r.time_with_trials_left = done.finish;
+    }
     now = done.finish;
     const int64_t t = done.trial;
     SimulatedTrial& trial = r.trials[t];

@@ -56,6 +56,7 @@ struct SimulationResult {
   // Fake worker-seconds idle while the searcher still had trials to start:
   // 0 for a scheduler that never holds a worker back.
   double idle_with_trials_left = 0;
+  double time_with_trials_left = 0;  // fake time until the last trial started
   struct Exploit { int64_t trial, donor, iteration; Json old_config, new_config; };
   std::vector<Exploit> exploits;
   int workers_ = 1;

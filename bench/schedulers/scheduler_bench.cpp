@@ -1,0 +1,122 @@
+// bench/run schedulers: scheduler cost at scale on a simulated cluster (fake
+// clock), and the curves for the side-by-side with Optuna's
+// SuccessiveHalvingPruner. Prints one JSON object per line.
+//
+//   scheduler_bench scale --trials 10000 --workers 64
+//   scheduler_bench sha --trials 200 --max-t 27 --rf 3 --curves FILE   (writes the curves, prints tune's stops)
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <iostream>
+#include <random>
+#include <string>
+
+#include "schedulers/scheduler.h"
+#include "schedulers/simulator.h"
+
+using tune::Json;
+
+namespace {
+
+// Synthetic learning curve of trial i: loss = a + b / t + small noise, with
+// (a, b) drawn per trial; a step takes 1 fake second.
+struct Curves {
+  uint64_t seed = 1;
+  double loss(int64_t trial, int64_t t) const {
+    std::mt19937_64 rng(seed * 1000003 + static_cast<uint64_t>(trial));
+    std::uniform_real_distribution<double> u(0, 1);
+    const double a = u(rng), b = 0.2 + u(rng);
+    std::mt19937_64 noise(seed * 7919 + static_cast<uint64_t>(trial) * 131 + static_cast<uint64_t>(t));
+    return a + b / static_cast<double>(t) + 0.02 * std::normal_distribution<double>(0, 1)(noise);
+  }
+};
+
+Json scale(const std::string& type, Json params, int64_t trials, int workers, int64_t max_t) {
+  auto scheduler = tune::make_scheduler(type, params, "loss", "min");
+  Curves curves;
+  tune::SimulationOptions o;
+  o.workers = workers;
+  o.num_trials = trials;
+  o.max_iterations = max_t;
+  o.config_of = [](int64_t i) { return Json{{"i", i}, {"lr", 0.1}}; };
+  o.step = [&](const Json& c, std::vector<double>&, int64_t t) { return curves.loss(c["i"].get<int64_t>(), t); };
+  auto start = std::chrono::steady_clock::now();
+  tune::SimulationResult r = tune::simulate(*scheduler, o);
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  int64_t steps = 0;
+  for (const auto& t : r.trials) steps += t.iterations;
+  return {{"bench", "scale"}, {"scheduler", type}, {"params", params}, {"trials", trials}, {"workers", workers},
+          {"decisions", r.decisions}, {"us_per_decision", 1e6 * r.decision_seconds / static_cast<double>(r.decisions)},
+          {"decisions_per_s", static_cast<double>(r.decisions) / r.decision_seconds}, {"utilization", r.utilization()},
+          {"utilization_until_last_start", r.time_with_trials_left > 0 ? 1.0 - r.idle_with_trials_left / (workers * r.time_with_trials_left) : 1.0},
+          {"steps", steps}, {"makespan", r.makespan}, {"exploits", r.exploits.size()}, {"sim_wall_s", wall}};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string mode = argc > 1 ? argv[1] : "";
+  int64_t trials = 10000, max_t = 81;
+  int workers = 64;
+  double rf = 3;
+  std::string curves_file;
+  for (int i = 2; i + 1 < argc; i += 2) {
+    std::string k = argv[i], v = argv[i + 1];
+    if (k == "--trials") trials = std::stoll(v);
+    else if (k == "--workers") workers = std::stoi(v);
+    else if (k == "--max-t") max_t = std::stoll(v);
+    else if (k == "--rf") rf = std::stod(v);
+    else if (k == "--curves") curves_file = v;
+    else {
+      std::cerr << "scheduler_bench: unknown option " << k << "\n";
+      return 2;
+    }
+  }
+  if (mode == "scale") {
+    std::cout << scale("asha", {{"reduction_factor", rf}, {"max_t", max_t}}, trials, workers, max_t).dump() << "\n";
+    std::cout << scale("asha", {{"reduction_factor", rf}, {"max_t", max_t}, {"promotion", true}}, trials, workers, max_t).dump() << "\n";
+    std::cout << scale("hyperband", {{"reduction_factor", rf}, {"max_t", max_t}}, trials, workers, max_t).dump() << "\n";
+    std::cout << scale("pbt", {{"time_attr", "training_iteration"}, {"perturbation_interval", 9},
+                               {"hyperparam_mutations", {{"lr", {{"loguniform", {1e-4, 1.0}}}}}}},
+                       trials, workers, max_t).dump() << "\n";
+    return 0;
+  }
+  if (mode == "sha") {
+    // Sequential (one worker, as Optuna's study.optimize with n_jobs=1): the
+    // same curves through tune's ASHA (Ray's rule) and, in the peer script,
+    // Optuna's SuccessiveHalvingPruner.
+    Curves curves;
+    Json table = Json::array();
+    for (int64_t i = 0; i < trials; ++i) {
+      Json row = Json::array();
+      for (int64_t t = 1; t <= max_t; ++t) row.push_back(curves.loss(i, t));
+      table.push_back(row);
+    }
+    std::ofstream(curves_file) << table.dump();
+    auto s = tune::make_scheduler("asha", {{"reduction_factor", rf}, {"max_t", max_t}, {"grace_period", 1}}, "loss", "min");
+    Json stops = Json::array();
+    double seconds = 0;
+    int64_t decisions = 0;
+    for (int64_t i = 0; i < trials; ++i) {
+      s->on_trial_add(i, Json::object());
+      int64_t stop = max_t;
+      for (int64_t t = 1; t <= max_t; ++t) {
+        Json result = {{"loss", table[i][t - 1]}, {"training_iteration", t}};
+        auto a = std::chrono::steady_clock::now();
+        tune::TrialDecision d = s->on_result(i, result);
+        seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - a).count();
+        decisions += 1;
+        if (d.action == tune::TrialAction::kStop) {
+          stop = t;
+          break;
+        }
+      }
+      stops.push_back(stop);
+    }
+    std::cout << Json{{"bench", "sha"}, {"stops", stops}, {"us_per_decision", 1e6 * seconds / decisions},
+                      {"decisions", decisions}}.dump() << "\n";
+    return 0;
+  }
+  std::cerr << "usage: scheduler_bench scale|sha [--trials N] [--workers W] [--max-t T] [--rf R] [--curves FILE]\n";
+  return 2;
+}
