@@ -165,8 +165,10 @@ struct GaussianProcess::Impl {
     t = unpack(pack(h), d);
     Eigen::MatrixXd Ks = signal_matrix(X, t);
     if (!factor(Ks, t.n2, &llt)) throw Error("GaussianProcess: kernel matrix is not positive definite");
-    alpha = llt.solve((y.array() - t.c).matrix());
-    lml = evaluate(pack(h), nullptr);
+    const Eigen::VectorXd r = (y.array() - t.c).matrix();
+    alpha = llt.solve(r);
+    lml = -0.5 * r.dot(alpha) - llt.matrixLLT().diagonal().array().log().sum() -
+          0.5 * static_cast<double>(X.rows()) * kLog2Pi;
     fitted = true;
   }
 
