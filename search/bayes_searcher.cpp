@@ -264,7 +264,7 @@ class BayesSearcher : public Searcher {
     // Candidates: a scrambled Sobol set plus perturbations of the best points.
     std::vector<std::vector<double>> candidates;
     const SobolSequence sobol(d, rng());
-    for (int64_t c = 0; c < n_candidates_; ++c) candidates.push_back(space_.snap_unit(sobol.point(static_cast<uint64_t>(c))));
+    for (const auto& u : sobol.points(0, static_cast<size_t>(n_candidates_))) candidates.push_back(space_.snap_unit(u));
     std::vector<size_t> order(y.size());
     std::iota(order.begin(), order.end(), 0);
     std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return y[a] < y[b] || (y[a] == y[b] && a < b); });

@@ -57,32 +57,16 @@ GpHyperparameters to_hyper(const std::vector<double>& theta, int d) {
   return h;
 }
 
-// Signal part of the kernel matrix for data X (n x d, row-major rows).
-Eigen::MatrixXd signal_matrix(const Eigen::MatrixXd& X, const Theta& t) {
-  const Eigen::Index n = X.rows();
-  Eigen::MatrixXd K(n, n);
-  for (Eigen::Index a = 0; a < n; ++a) {
-    K(a, a) = t.s2;
-    for (Eigen::Index b = a + 1; b < n; ++b) {
-      double r2 = ((X.row(a) - X.row(b)).array().square() * t.inv_l2.transpose().array()).sum();
-      K(a, b) = K(b, a) = t.s2 * matern(std::sqrt(r2));
-    }
-  }
-  return K;
-}
-
 // Cholesky of K + n2 I with growing jitter; false when it cannot be factored.
-bool factor(const Eigen::MatrixXd& Ks, double n2, Eigen::LLT<Eigen::MatrixXd>* llt) {
-  const Eigen::Index n = Ks.rows();
+bool factor(const Eigen::MatrixXd& Ks, double n2, Eigen::MatrixXd* work, Eigen::LLT<Eigen::MatrixXd>* llt) {
   double jitter = 0;
   for (int attempt = 0; attempt < 6; ++attempt) {
-    Eigen::MatrixXd K = Ks;
-    K.diagonal().array() += n2 + jitter;
-    llt->compute(K);
+    *work = Ks;
+    work->diagonal().array() += n2 + jitter;
+    llt->compute(*work);
     if (llt->info() == Eigen::Success) return true;
     jitter = jitter == 0 ? 1e-10 * std::max(1.0, Ks.diagonal().maxCoeff()) : jitter * 100;
   }
-  (void)n;
   return false;
 }
 
@@ -99,6 +83,40 @@ struct GaussianProcess::Impl {
   double lml = 0;
   bool fitted = false;
   int d = 0;
+  // Squared differences per dimension, D2[j](p, q) = (x_pj - x_qj)^2, and
+  // buffers reused across likelihood evaluations (no n x n allocations per
+  // evaluation of a fit).
+  mutable std::vector<Eigen::MatrixXd> D2;
+  mutable Eigen::MatrixXd ws_R, ws_Ks, ws_K, ws_W;
+  mutable Eigen::LLT<Eigen::MatrixXd> ws_llt;
+
+  // Signal kernel matrix into `Ks`; leaves the scaled distances r in ws_R.
+  void signal(const Theta& th, Eigen::MatrixXd* Ks) const {
+    const Eigen::Index n = X.rows();
+    if (D2.empty()) {
+      for (int j = 0; j < d; ++j) {
+        const Eigen::VectorXd col = X.col(j);
+        Eigen::MatrixXd diff = col.replicate(1, n) - col.transpose().replicate(n, 1);
+        D2.push_back(diff.array().square().matrix());
+      }
+    }
+    ws_R.setZero(n, n);
+    for (int j = 0; j < d; ++j) ws_R.noalias() += th.inv_l2[j] * D2[static_cast<size_t>(j)];
+    ws_R = ws_R.cwiseSqrt();
+    *Ks = ws_R.unaryExpr([&](double r) { return th.s2 * matern(r); });
+  }
+
+  // The same matrix without the per-dimension tables (one-off posteriors).
+  static Eigen::MatrixXd signal_direct(const Eigen::MatrixXd& X, const Theta& th) {
+    const Eigen::MatrixXd Xs = X * th.inv_l2.cwiseSqrt().asDiagonal();
+    Eigen::MatrixXd R2 = -2.0 * Xs * Xs.transpose();
+    const Eigen::VectorXd sq = Xs.rowwise().squaredNorm();
+    R2.colwise() += sq;
+    R2.rowwise() += sq.transpose();
+    Eigen::MatrixXd K = R2.unaryExpr([&](double r2) { return th.s2 * matern(std::sqrt(std::max(r2, 0.0))); });
+    K.diagonal().setConstant(th.s2);
+    return K;
+  }
 
   void set(const std::vector<std::vector<double>>& x, const std::vector<double>& yy) {
     if (x.empty()) throw Error("GaussianProcess: no data points");
@@ -120,6 +138,7 @@ struct GaussianProcess::Impl {
       if (!std::isfinite(yy[i])) throw Error("GaussianProcess: non-finite target");
       y[static_cast<Eigen::Index>(i)] = yy[i];
     }
+    D2.clear();  // computed on the first likelihood evaluation
     y_mean = y.mean();
     double var = (y.array() - y_mean).square().mean();
     y_scale = var > 1e-24 ? std::sqrt(var) : 1.0;
@@ -130,32 +149,32 @@ struct GaussianProcess::Impl {
   double evaluate(const std::vector<double>& theta, std::vector<double>* grad) const {
     const Theta th = unpack(theta, d);
     const Eigen::Index n = X.rows();
-    Eigen::MatrixXd Ks = signal_matrix(X, th);
-    Eigen::LLT<Eigen::MatrixXd> l;
-    if (!factor(Ks, th.n2, &l)) {
+    signal(th, &ws_Ks);
+    if (!factor(ws_Ks, th.n2, &ws_K, &ws_llt)) {
       if (grad) std::fill(grad->begin(), grad->end(), 0.0);
       return -1e30;
     }
     Eigen::VectorXd r = y.array() - th.c;
-    Eigen::VectorXd a = l.solve(r);
-    const Eigen::MatrixXd& L = l.matrixLLT();
+    Eigen::VectorXd a = ws_llt.solve(r);
+    const Eigen::MatrixXd& L = ws_llt.matrixLLT();
     double logdet = 2.0 * L.diagonal().array().log().sum();
     double value = -0.5 * r.dot(a) - 0.5 * logdet - 0.5 * static_cast<double>(n) * kLog2Pi;
     if (grad) {
       grad->assign(static_cast<size_t>(d) + 3, 0.0);
-      Eigen::MatrixXd W = a * a.transpose() - l.solve(Eigen::MatrixXd::Identity(n, n));
-      // lengthscales: sum over pairs a<b (dK is symmetric with a zero diagonal).
-      for (Eigen::Index p = 0; p < n; ++p) {
-        for (Eigen::Index q = p + 1; q < n; ++q) {
-          Eigen::ArrayXd d2 = (X.row(p) - X.row(q)).array().square().transpose() * th.inv_l2.array();
-          double rr = std::sqrt(d2.sum());
-          double w = W(p, q) * th.s2 * matern_g(rr);  // 0.5 * 2 (both triangles)
-          for (int j = 0; j < d; ++j) (*grad)[static_cast<size_t>(j)] += w * d2[j];
-        }
-      }
-      (*grad)[static_cast<size_t>(d)] = 0.5 * (W.array() * Ks.array()).sum();
-      (*grad)[static_cast<size_t>(d) + 1] = 0.5 * th.n2 * W.trace();
+      // W = a a^T - K^-1; dLML/dtheta = 1/2 sum(W o dK/dtheta).
+      ws_W.setIdentity(n, n);
+      ws_llt.solveInPlace(ws_W);
+      ws_W = -ws_W;
+      ws_W.noalias() += a * a.transpose();
+      (*grad)[static_cast<size_t>(d)] = 0.5 * (ws_W.array() * ws_Ks.array()).sum();
+      (*grad)[static_cast<size_t>(d) + 1] = 0.5 * th.n2 * ws_W.trace();
       (*grad)[static_cast<size_t>(d) + 2] = a.sum();
+      // dK/d(log l_j) = s2 g(r) D2_j / l_j^2; ws_K is free again: reuse it
+      // for W o s2 g(r).
+      ws_K = ws_W.cwiseProduct(ws_R.unaryExpr([&](double rr) { return th.s2 * matern_g(rr); }));
+      for (int j = 0; j < d; ++j)
+        (*grad)[static_cast<size_t>(j)] =
+            0.5 * th.inv_l2[j] * (ws_K.array() * D2[static_cast<size_t>(j)].array()).sum();
     }
     return value;
   }
@@ -163,10 +182,12 @@ struct GaussianProcess::Impl {
   void posterior(const GpHyperparameters& h) {
     hyper = h;
     t = unpack(pack(h), d);
-    Eigen::MatrixXd Ks = signal_matrix(X, t);
-    if (!factor(Ks, t.n2, &llt)) throw Error("GaussianProcess: kernel matrix is not positive definite");
-    alpha = llt.solve((y.array() - t.c).matrix());
-    lml = evaluate(pack(h), nullptr);
+    Eigen::MatrixXd Ks = signal_direct(X, t), work;
+    if (!factor(Ks, t.n2, &work, &llt)) throw Error("GaussianProcess: kernel matrix is not positive definite");
+    const Eigen::VectorXd r = (y.array() - t.c).matrix();
+    alpha = llt.solve(r);
+    lml = -0.5 * r.dot(alpha) - llt.matrixLLT().diagonal().array().log().sum() -
+          0.5 * static_cast<double>(X.rows()) * kLog2Pi;
     fitted = true;
   }
 

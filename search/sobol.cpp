@@ -27,4 +27,16 @@ std::vector<double> SobolSequence::point(uint64_t index) const {
   return out;
 }
 
+std::vector<std::vector<double>> SobolSequence::points(uint64_t first, size_t count) const {
+  boost::random::sobol_engine<uint32_t, 32> engine(static_cast<std::size_t>(dimensions_));
+  engine.seed(static_cast<uint32_t>(first));
+  std::vector<std::vector<double>> out(count, std::vector<double>(static_cast<size_t>(dimensions_)));
+  for (auto& p : out)
+    for (int j = 0; j < dimensions_; ++j) {
+      uint32_t bits = engine() ^ shift_[static_cast<size_t>(j)];
+      p[static_cast<size_t>(j)] = (static_cast<double>(bits) + 0.5) / 4294967296.0;
+    }
+  return out;
+}
+
 }  // namespace tune

@@ -176,6 +176,7 @@ int latency(const std::vector<std::string>& args) {
   std::stringstream list(arg(args, "observations", "50,200,500"));
   for (std::string item; std::getline(list, item, ',');) sizes.push_back(std::stoi(item));
   const int repeats = std::stoi(arg(args, "repeats", "3"));
+  const Json params = Json::parse(arg(args, "params", "{}"));
   const Function& fn = functions().at("hartmann6");
   const tune::SearchSpace space = space_of(fn);
   Json out = Json::object();
@@ -184,6 +185,7 @@ int latency(const std::vector<std::string>& args) {
     for (int r = 0; r < repeats; ++r) {
       tune::SearchOptions options;
       options.algorithm = "bayes";
+      options.params = params;
       options.seed = static_cast<uint64_t>(r + 1);
       options.metric = "loss";
       options.mode = "min";
@@ -226,7 +228,7 @@ int latency(const std::vector<std::string>& args) {
     out[std::to_string(n)] = {{"with_refit_ms", median(refit_ms)}, {"cached_ms", median(cached_ms)},
                               {"amortized_ms", median(amortized_ms)}};
   }
-  std::cout << Json{{"latency", out}, {"dims", 6}, {"repeats", repeats}}.dump() << "\n";
+  std::cout << Json{{"latency", out}, {"dims", 6}, {"repeats", repeats}, {"params", params}}.dump() << "\n";
   return 0;
 }
 

@@ -121,3 +121,28 @@ TEST(ScoreTrials, OrientsFlagsFailuresAndMarksEarlyStoppedTrials) {
 
 }  // namespace
 }  // namespace tune::internal
+
+namespace tune {
+namespace {
+
+TEST(SobolSequence, BatchesEqualSinglePointsAndFillTheCubeEvenly) {
+  SobolSequence sobol(3, 17);
+  auto batch = sobol.points(5, 64);
+  for (size_t k = 0; k < batch.size(); ++k) EXPECT_EQ(batch[k], sobol.point(5 + k)) << k;
+  // An aligned block of 2^m Sobol points puts exactly one point in each of
+  // the 2^m dyadic slabs of every coordinate (the digital shift permutes
+  // slabs but keeps the property). Boost's engine skips the all-zero first
+  // point, so index i is Sobol point i + 1: indices 63..126 are the block
+  // 64..127.
+  auto first = sobol.points(63, 64);
+  for (int j = 0; j < 3; ++j) {
+    std::vector<int> slab(64, 0);
+    for (const auto& p : first) slab[static_cast<size_t>(p[static_cast<size_t>(j)] * 64)]++;
+    for (int count : slab) EXPECT_EQ(count, 1);
+  }
+  EXPECT_NE(SobolSequence(3, 18).point(0), sobol.point(0));
+  EXPECT_THROW(SobolSequence(0, 1), Error);
+}
+
+}  // namespace
+}  // namespace tune

@@ -2,7 +2,10 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <chrono>
+#include <fstream>
 #include <set>
+#include <thread>
 
 #include "test_util.h"
 
@@ -10,6 +13,7 @@ namespace tune {
 namespace {
 
 using Json = nlohmann::json;
+using testing::run_command;
 using testing::run_tune;
 using testing::TempDir;
 
@@ -67,6 +71,49 @@ TEST(SearchEndToEnd, BayesAndTpeRunSweepsOnBranin) {
       EXPECT_LT(model_best, 5.0);
     }
   }
+}
+
+TEST(SearchEndToEnd, BayesResumesAfterKill9) {
+  // Slow trials with checkpoints; kill -9 once two have finished, resume: every
+  // trial ends, the interrupted ones keep their configs, and the resumed
+  // searcher (rebuilt from the store, running trials counted as pending)
+  // proposes no repeat.
+  TempDir dir;
+  const std::string storage = dir.file("store");
+  const std::string file = dir.write("slow.yaml",
+                                     "trainable: synthetic\nmetric: loss\nmode: min\nnum_samples: 10\n"
+                                     "max_concurrent_trials: 2\nsearch: {algorithm: bayes, seed: 4, n_initial_points: 3}\n"
+                                     "param_space:\n  x: {uniform: [0, 1]}\n  iterations: 6\n  sleep_s: 0.05\n"
+                                     "  checkpoint: true\n");
+  run_command(std::string(TUNE_BINARY) + " run " + file + " --name killed --storage " + storage + " --quiet & echo $! > " +
+              dir.file("pid"));
+  int pid = 0;
+  std::ifstream(dir.file("pid")) >> pid;
+  ASSERT_GT(pid, 0);
+  bool two_done = false;
+  for (int i = 0; i < 400 && !two_done; ++i) {
+    auto status = run_tune("status killed --storage " + storage + " --json");
+    if (status.exit_code == 0) two_done = Json::parse(status.out)["counts"].value("TERMINATED", 0) >= 2;
+    if (!two_done) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(two_done);
+  run_command("kill -9 " + std::to_string(pid));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const Json before = trials_of("killed", storage);
+  auto resumed = run_tune("resume killed --storage " + storage + " --quiet");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  const Json after = trials_of("killed", storage);
+  ASSERT_EQ(after.size(), 10u);
+  std::set<Json> configs;
+  for (const auto& t : after) {
+    EXPECT_EQ(t["status"], "TERMINATED") << t;
+    EXPECT_EQ(t["iteration"], 6) << t;
+    configs.insert(t["config"]);
+  }
+  EXPECT_EQ(configs.size(), 10u);
+  for (const auto& b : before)
+    for (const auto& a : after)
+      if (a["trial_index"] == b["trial_index"]) EXPECT_EQ(a["config"], b["config"]);
 }
 
 TEST(SearchEndToEnd, BadSearchOptionsNameTheLine) {
