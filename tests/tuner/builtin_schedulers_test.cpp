@@ -136,5 +136,26 @@ TEST(BuiltinSchedulers, PbtExploitsAreRecordedAndTrialsContinue) {
   }
 }
 
+TEST(BuiltinSchedulers, AshaWithBayesianSearchLearnsFromStoppedTrials) {
+  // BOHB-like: bayes proposes, ASHA stops; stopped trials still inform the
+  // model (ranked below the trials that reached max_t), so later proposals
+  // concentrate on low q.
+  TempDir dir;
+  SweepSpec s = spec("bohb", 16, "asha", {{"reduction_factor", 3}, {"max_t", 9}});
+  s.search.algorithm = "bayes";
+  s.search.params = {{"n_initial_points", 5}};
+  ResultGrid grid = Tuner(curve, s, quiet(dir, 2)).fit();
+  EXPECT_EQ(grid.num_terminated(), 16);
+  int stopped = 0;
+  double first = 0, last = 0;
+  for (const auto& r : grid.results()) {
+    stopped += r.metrics["training_iteration"].get<int>() < 9;
+    (r.trial_index < 5 ? first : last) += r.config["q"].get<double>() / (r.trial_index < 5 ? 5 : 11);
+  }
+  EXPECT_GE(stopped, 3);
+  EXPECT_LT(last, first);  // the model steers toward low q
+  EXPECT_LT(grid.best().config["q"].get<double>(), 0.2);
+}
+
 }  // namespace
 }  // namespace tune
