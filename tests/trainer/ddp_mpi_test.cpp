@@ -79,7 +79,12 @@ TEST_P(Equivalence, TwoRanksWithBatchBMatchOneRankWithBatchTwoB) {
 INSTANTIATE_TEST_SUITE_P(Buckets, Equivalence,
                          ::testing::Values(EquivalenceCase{true, 512, true, 4}, EquivalenceCase{true, 512, false, 4},
                                            EquivalenceCase{false, 512, false, 4},
-                                           EquivalenceCase{true, 1 << 20, true, 1}));
+                                           EquivalenceCase{true, 1 << 20, true, 1}),
+                         [](const ::testing::TestParamInfo<EquivalenceCase>& info) {
+                           const auto& c = info.param;
+                           return std::string(c.shared_memory ? "SharedMemory" : "MpiIallreduce") +
+                                  (c.overlap ? "Overlapped" : "AfterBackward") + std::to_string(c.bucket_bytes) + "ByteBuckets";
+                         });
 
 TEST(Checkpoint, TwoEpochsThenRestoreInAFreshGroupPlusOneEqualsThreeEpochs) {
   TempDir dir;
