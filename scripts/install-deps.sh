@@ -4,7 +4,7 @@
 set -euo pipefail
 packages=(
   build-essential cmake g++ pkg-config
-  libtorch-dev libopenmpi-dev openmpi-bin
+  libtorch-dev libopenmpi-dev openmpi-bin zlib1g-dev
   libsqlite3-dev sqlite3 libsqlitecpp-dev
   libyaml-cpp-dev libboost-program-options-dev
   nlohmann-json3-dev libfmt-dev

@@ -1,5 +1,6 @@
 // The `tune` command: run and resume sweeps, query the store.
 #include <csignal>
+#include <filesystem>
 #include <cstdlib>
 #include <iostream>
 #include <string>
@@ -11,6 +12,9 @@
 #include "tuner/driver.h"
 #include "tuner/error.h"
 #include "tuner/tuner.h"
+#ifdef TUNE_WITH_TORCH
+#include "trainer/torch/predict.h"
+#endif
 
 namespace po = boost::program_options;
 
@@ -26,6 +30,8 @@ commands:
   best EXP          the best trial (--metric, --mode, --scope, --json)
   status EXP        an experiment's state and best result so far
   trainables        list registered trainables
+  predict EXP       batch prediction with the best trial's checkpoint
+                    (--input, --output preds.csv, --workers N; docs/TRAINER.md)
 
 run `tune COMMAND --help` for a command's options.
 )";
@@ -153,6 +159,42 @@ int query(const std::string& command, const std::vector<std::string>& args) {
   return tune::cli::show_status(q, std::cout);
 }
 
+#ifdef TUNE_WITH_TORCH
+int predict(const std::vector<std::string>& args) {
+  tune::torch_dp::PredictOptions p;
+  bool mpi_child = false;
+  po::options_description options("options");
+  options.add_options()("experiment", po::value(&p.experiment), "experiment whose best checkpoint predicts")(
+      "storage", po::value(&p.storage)->default_value("./tune_results"), "results directory")(
+      "input", po::value(&p.input), "fashion-mnist:test, an IDX images file, or a CSV file (taxi_tip)")(
+      "output", po::value(&p.output), "predictions CSV to write (row,prediction,confidence[,label])")(
+      "workers", po::value(&p.workers)->default_value(1), "ranks to spread prediction over (mpirun)")(
+      "checkpoint", po::value(&p.checkpoint), "use this checkpoint directory instead of the best trial's")(
+      "metric", po::value(&p.metric), "select the best trial by this metric (default: the experiment's)")(
+      "mode", po::value(&p.mode), "min or max (default: the experiment's)")(
+      "batch-size", po::value(&p.batch_size)->default_value(1000), "rows per forward pass");
+  po::options_description hidden;
+  hidden.add_options()("mpi-child", po::bool_switch(&mpi_child));
+  options.add_options()("help,h", "show this help");
+  po::options_description all;
+  all.add(options).add(hidden);
+  po::positional_options_description positionals;
+  positionals.add("experiment", 1);
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(all).positional(positionals).run(), vm);
+  po::notify(vm);
+  if (vm.count("help")) {
+    std::cout << "usage: tune predict EXP --input IN --output OUT [OPTIONS]\n" << options;
+    return 0;
+  }
+  std::vector<std::string> argv = {"predict"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  // mpirun starts ranks by path: resolve our own executable here.
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  return tune::torch_dp::run_predict(p, self, argv, mpi_child, std::cout);
+}
+#endif
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -177,6 +219,9 @@ int main(int argc, char** argv) {
     if (command == "experiments" || command == "trials" || command == "best" || command == "status") {
       return query(command, args);
     }
+#ifdef TUNE_WITH_TORCH
+    if (command == "predict") return predict(args);
+#endif
     if (command == "trainables") {
       for (const auto& name : tune::trainable_names()) {
         std::cout << name << "\t" << tune::find_trainable(name)->info.description << "\n";

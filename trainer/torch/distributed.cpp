@@ -1,32 +1,61 @@
 #include "trainer/torch/distributed.h"
 
 #include <algorithm>
+#include <chrono>
+#include <exception>
+#include <filesystem>
+#include <fstream>
 #include <numeric>
 #include <random>
+#include <stdexcept>
+
+#include "trainer/torch/shared_memory_allreduce.h"
 
 namespace tune::torch_dp {
 
+namespace {
+// Communicators are usable only between MPI_Init and MPI_Finalize; outside
+// (single-process tools, unit tests) every helper acts as one rank.
+bool mpi_active(MPI_Comm comm) {
+  if (comm == MPI_COMM_NULL) return false;
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  return initialized && !finalized;
+}
+}  // namespace
+
 int rank_of(MPI_Comm comm) {
-  if (comm == MPI_COMM_NULL) return 0;
+  if (!mpi_active(comm)) return 0;
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
   return rank;
 }
 
 int size_of(MPI_Comm comm) {
-  if (comm == MPI_COMM_NULL) return 1;
+  if (!mpi_active(comm)) return 1;
   int size = 1;
   MPI_Comm_size(comm, &size);
   return size;
 }
 
+void use_session_threads(const Session& session) {
+  torch::set_num_threads(std::max(1, session.cpus()));
+}
+
 namespace {
 
-std::vector<torch::Tensor> state_tensors(torch::nn::Module& module) {
-  std::vector<torch::Tensor> tensors;
-  for (auto& p : module.parameters()) tensors.push_back(p);
-  for (auto& b : module.buffers()) tensors.push_back(b);
-  return tensors;
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+void check_float(const torch::Tensor& t, const char* what) {
+  if (t.scalar_type() != torch::kFloat32 || !t.device().is_cpu()) {
+    throw std::runtime_error(std::string("tune::torch_dp: ") + what + " must be float32 CPU tensors, got " +
+                             std::string(c10::toString(t.scalar_type())));
+  }
 }
 
 }  // namespace
@@ -34,11 +63,15 @@ std::vector<torch::Tensor> state_tensors(torch::nn::Module& module) {
 void broadcast_parameters(torch::nn::Module& module, MPI_Comm comm) {
   if (size_of(comm) <= 1) return;
   torch::NoGradGuard no_grad;
-  auto tensors = state_tensors(module);
+  std::vector<torch::Tensor> tensors;
+  for (auto& p : module.parameters()) tensors.push_back(p);
+  for (auto& b : module.buffers()) tensors.push_back(b);
+  if (tensors.empty()) return;
   std::vector<torch::Tensor> flat_parts;
-  for (auto& t : tensors) flat_parts.push_back(t.detach().to(torch::kFloat32).reshape(-1));
+  for (auto& t : tensors) flat_parts.push_back(t.detach().to(torch::kFloat64).reshape(-1));
+  // float64 carries float32 and integer buffers (counters) exactly.
   torch::Tensor flat = torch::cat(flat_parts).contiguous();
-  MPI_Bcast(flat.data_ptr<float>(), static_cast<int>(flat.numel()), MPI_FLOAT, 0, comm);
+  MPI_Bcast(flat.data_ptr<double>(), static_cast<int>(flat.numel()), MPI_DOUBLE, 0, comm);
   int64_t offset = 0;
   for (auto& t : tensors) {
     const int64_t n = t.numel();
@@ -53,9 +86,12 @@ void allreduce_gradients(torch::nn::Module& module, MPI_Comm comm) {
   torch::NoGradGuard no_grad;
   std::vector<torch::Tensor> grads;
   for (auto& p : module.parameters()) {
+    if (!p.requires_grad()) continue;
     if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
+    check_float(p.grad(), "gradients");
     grads.push_back(p.grad());
   }
+  if (grads.empty()) return;
   std::vector<torch::Tensor> parts;
   for (auto& g : grads) parts.push_back(g.reshape(-1));
   torch::Tensor flat = torch::cat(parts).contiguous();
@@ -69,25 +105,309 @@ void allreduce_gradients(torch::nn::Module& module, MPI_Comm comm) {
   }
 }
 
+// ---- GradientSync ---------------------------------------------------------
+//
+// Buckets are reduced strictly in index order on every rank (MPI requires
+// collectives in the same order everywhere): a bucket whose gradients are all
+// ready waits for the earlier ones before its MPI_Iallreduce starts. OpenMPI
+// has no progress thread, so every hook also tests outstanding requests.
+
+struct GradientSync::State {
+  struct Slot {
+    torch::Tensor parameter;
+    int bucket = 0;
+    int64_t offset = 0, numel = 0;
+    bool filled = false;
+    int hook = -1;
+  };
+  struct Bucket {
+    torch::Tensor flat;
+    int ready = 0, slots = 0;
+    MPI_Request request = MPI_REQUEST_NULL;
+  };
+
+  MPI_Comm comm = MPI_COMM_NULL;
+  int size = 1;
+  GradientSyncOptions options;
+  std::vector<Slot> slots;
+  std::vector<Bucket> buckets;
+  std::shared_ptr<internal::SharedMemoryAllreduce> shared;
+  int next_launch = 0;
+  double communication = 0, exposed = 0;
+  int64_t steps = 0;
+
+  void on_gradient(size_t index, const torch::Tensor& grad) {
+    torch::NoGradGuard no_grad;
+    Slot& slot = slots[index];
+    Bucket& bucket = buckets[static_cast<size_t>(slot.bucket)];
+    bucket.flat.slice(0, slot.offset, slot.offset + slot.numel).copy_(grad.reshape(-1));
+    if (!slot.filled) {
+      slot.filled = true;
+      ++bucket.ready;
+    }
+    if (options.overlap) launch_ready();
+  }
+
+  void launch_ready() {
+    const auto start = Clock::now();
+    while (next_launch < static_cast<int>(buckets.size()) &&
+           buckets[static_cast<size_t>(next_launch)].ready == buckets[static_cast<size_t>(next_launch)].slots) {
+      Bucket& b = buckets[static_cast<size_t>(next_launch++)];
+      if (shared) {
+        shared->sum(b.flat.data_ptr<float>(), b.flat.numel());
+        continue;
+      }
+      MPI_Iallreduce(MPI_IN_PLACE, b.flat.data_ptr<float>(), static_cast<int>(b.flat.numel()), MPI_FLOAT, MPI_SUM,
+                     comm, &b.request);
+    }
+    for (int i = 0; i < next_launch; ++i) {
+      Bucket& b = buckets[static_cast<size_t>(i)];
+      if (b.request != MPI_REQUEST_NULL) {
+        int done = 0;
+        MPI_Test(&b.request, &done, MPI_STATUS_IGNORE);
+      }
+    }
+    communication += seconds_since(start);
+  }
+
+  void synchronize() {
+    const auto start = Clock::now();
+    torch::NoGradGuard no_grad;
+    for (auto& slot : slots) {
+      if (slot.filled) continue;
+      Bucket& bucket = buckets[static_cast<size_t>(slot.bucket)];
+      bucket.flat.slice(0, slot.offset, slot.offset + slot.numel).zero_();
+      slot.filled = true;
+      ++bucket.ready;
+    }
+    launch_ready();
+    for (auto& b : buckets) MPI_Wait(&b.request, MPI_STATUS_IGNORE);
+    const double inv = 1.0 / size;
+    for (auto& b : buckets) {
+      b.flat.mul_(inv);
+      b.ready = 0;
+    }
+    for (auto& slot : slots) {
+      torch::Tensor averaged =
+          buckets[static_cast<size_t>(slot.bucket)].flat.slice(0, slot.offset, slot.offset + slot.numel);
+      torch::Tensor& grad = slot.parameter.mutable_grad();
+      if (grad.defined()) {
+        grad.view({-1}).copy_(averaged);
+      } else {
+        grad = averaged.clone().view_as(slot.parameter);
+      }
+      slot.filled = false;
+    }
+    next_launch = 0;
+    ++steps;
+    const double elapsed = seconds_since(start);
+    exposed += elapsed;
+    communication += elapsed;
+  }
+};
+
+GradientSync::GradientSync(torch::nn::Module& module, MPI_Comm comm, GradientSyncOptions options)
+    : state_(std::make_unique<State>()) {
+  State& s = *state_;
+  s.comm = comm;
+  s.size = size_of(comm);
+  s.options = options;
+  if (s.size <= 1) return;
+  std::vector<torch::Tensor> parameters;
+  for (auto& p : module.parameters()) {
+    if (!p.requires_grad()) continue;
+    check_float(p, "parameters");
+    parameters.push_back(p);
+  }
+  // Reverse order: the last layers' gradients are computed first.
+  std::reverse(parameters.begin(), parameters.end());
+  std::vector<int64_t> bucket_sizes;
+  int64_t current = 0;
+  const int64_t limit = std::max<int64_t>(1, options.bucket_bytes / static_cast<int64_t>(sizeof(float)));
+  for (auto& p : parameters) {
+    if (bucket_sizes.empty() || (current > 0 && current + p.numel() > limit)) {
+      bucket_sizes.push_back(0);
+      current = 0;
+    }
+    State::Slot slot;
+    slot.parameter = p;
+    slot.bucket = static_cast<int>(bucket_sizes.size()) - 1;
+    slot.offset = current;
+    slot.numel = p.numel();
+    current += p.numel();
+    bucket_sizes.back() = current;
+    s.slots.push_back(slot);
+  }
+  int64_t largest = 0;
+  for (int64_t n : bucket_sizes) largest = std::max(largest, n);
+  if (options.shared_memory) s.shared = internal::SharedMemoryAllreduce::acquire(comm, largest);
+  for (int64_t n : bucket_sizes) {
+    State::Bucket bucket;
+    bucket.flat = torch::zeros({n}, torch::kFloat32);
+    s.buckets.push_back(bucket);
+  }
+  for (size_t i = 0; i < s.slots.size(); ++i) {
+    State::Slot& slot = s.slots[i];
+    ++s.buckets[static_cast<size_t>(slot.bucket)].slots;
+    State* raw = state_.get();
+    slot.hook = static_cast<int>(slot.parameter.register_hook([raw, i](torch::Tensor grad) { raw->on_gradient(i, grad); }));
+  }
+}
+
+GradientSync::~GradientSync() {
+  if (!state_) return;
+  for (auto& slot : state_->slots) {
+    if (slot.hook >= 0) slot.parameter.remove_hook(static_cast<unsigned>(slot.hook));
+  }
+  // Unwinding from an exception on this rank only: another collective call
+  // could hang the group; the worker aborts it instead.
+  if (std::uncaught_exceptions() > 0) return;
+  for (auto& b : state_->buckets) {
+    if (b.request != MPI_REQUEST_NULL) MPI_Wait(&b.request, MPI_STATUS_IGNORE);
+  }
+}
+
+void GradientSync::synchronize() {
+  if (state_->size > 1) state_->synchronize();
+}
+bool GradientSync::uses_shared_memory() const { return state_->shared != nullptr; }
+int GradientSync::num_buckets() const { return static_cast<int>(state_->buckets.size()); }
+double GradientSync::communication_seconds() const { return state_->communication; }
+double GradientSync::exposed_seconds() const { return state_->exposed; }
+int64_t GradientSync::steps() const { return state_->steps; }
+
+std::unique_ptr<GradientSync> prepare_model(torch::nn::Module& module, MPI_Comm comm, GradientSyncOptions options) {
+  broadcast_parameters(module, comm);
+  return std::make_unique<GradientSync>(module, comm, options);
+}
+
+// ---- sampling and metrics -------------------------------------------------
+
+DistributedSampler::DistributedSampler(int64_t n, int rank, int size, uint64_t seed, bool shuffle, bool drop_last)
+    : n_(n), rank_(rank), size_(size), seed_(seed), shuffle_(shuffle), drop_last_(drop_last) {
+  if (n < 0 || size < 1 || rank < 0 || rank >= size) {
+    throw std::invalid_argument("DistributedSampler: need n >= 0 and 0 <= rank < size, got n=" + std::to_string(n) +
+                                " rank=" + std::to_string(rank) + " size=" + std::to_string(size));
+  }
+}
+
+DistributedSampler::DistributedSampler(int64_t n, MPI_Comm comm, uint64_t seed, bool shuffle, bool drop_last)
+    : DistributedSampler(n, rank_of(comm), size_of(comm), seed, shuffle, drop_last) {}
+
+std::vector<int64_t> DistributedSampler::indices() const {
+  std::vector<int64_t> order(static_cast<size_t>(n_));
+  std::iota(order.begin(), order.end(), 0);
+  if (shuffle_) {
+    std::seed_seq seq{static_cast<uint32_t>(seed_), static_cast<uint32_t>(seed_ >> 32),
+                      static_cast<uint32_t>(epoch_), static_cast<uint32_t>(static_cast<uint64_t>(epoch_) >> 32)};
+    std::mt19937_64 rng(seq);
+    // Fisher-Yates with our own index draw: std::shuffle's distribution use is
+    // implementation-defined, this one is the same on every standard library.
+    for (int64_t i = n_ - 1; i > 0; --i) {
+      const int64_t j = static_cast<int64_t>(rng() % static_cast<uint64_t>(i + 1));
+      std::swap(order[static_cast<size_t>(i)], order[static_cast<size_t>(j)]);
+    }
+  }
+  const int64_t per_rank = drop_last_ ? n_ / size_ : (n_ + size_ - 1) / size_;
+  std::vector<int64_t> shard;
+  if (n_ == 0) return shard;
+  shard.reserve(static_cast<size_t>(per_rank));
+  for (int64_t i = 0; i < per_rank; ++i) {
+    const int64_t position = rank_ + i * size_;
+    shard.push_back(order[static_cast<size_t>(position % n_)]);
+  }
+  return shard;
+}
+
+std::vector<torch::Tensor> DistributedSampler::batches(int64_t batch_size) const {
+  if (batch_size < 1) throw std::invalid_argument("batch size must be >= 1, got " + std::to_string(batch_size));
+  std::vector<int64_t> all = indices();
+  torch::Tensor index = torch::tensor(all, torch::kLong);
+  std::vector<torch::Tensor> out;
+  for (int64_t start = 0; start < index.size(0); start += batch_size) {
+    out.push_back(index.slice(0, start, std::min<int64_t>(start + batch_size, index.size(0))));
+  }
+  return out;
+}
+
+std::vector<int64_t> shard_indices(int64_t n, int rank, int size, int64_t epoch, uint64_t seed) {
+  DistributedSampler sampler(n, rank, size, seed);
+  sampler.set_epoch(epoch);
+  return sampler.indices();
+}
+
 std::vector<double> allreduce_sum(std::vector<double> values, MPI_Comm comm) {
-  if (size_of(comm) <= 1) return values;
+  if (size_of(comm) <= 1 || values.empty()) return values;
   MPI_Allreduce(MPI_IN_PLACE, values.data(), static_cast<int>(values.size()), MPI_DOUBLE, MPI_SUM, comm);
   return values;
 }
 
-std::vector<int64_t> shard_indices(int64_t n, int rank, int size, int64_t epoch, uint64_t seed) {
-  std::vector<int64_t> order(static_cast<size_t>(n));
-  std::iota(order.begin(), order.end(), 0);
-  std::mt19937_64 rng(seed * 1000003ULL + static_cast<uint64_t>(epoch));
-  std::shuffle(order.begin(), order.end(), rng);
-  const int64_t per_rank = (n + size - 1) / size;
-  std::vector<int64_t> shard;
-  shard.reserve(static_cast<size_t>(per_rank));
-  for (int64_t i = 0; i < per_rank; ++i) {
-    const int64_t position = rank + i * size;
-    shard.push_back(order[static_cast<size_t>(position % n)]);
+void MeanMetrics::add(const std::string& key, double sum, double count) {
+  auto& entry = sums_[key];
+  entry.first += sum;
+  entry.second += count;
+}
+
+Json MeanMetrics::reduce(MPI_Comm comm) const {
+  std::vector<double> values;
+  for (const auto& [key, entry] : sums_) {
+    values.push_back(entry.first);
+    values.push_back(entry.second);
   }
-  return shard;
+  values = allreduce_sum(std::move(values), comm);
+  Json out = Json::object();
+  size_t i = 0;
+  for (const auto& [key, entry] : sums_) {
+    out[key] = values[i + 1] > 0 ? values[i] / values[i + 1] : 0.0;
+    i += 2;
+  }
+  return out;
+}
+
+// ---- checkpoints ----------------------------------------------------------
+
+void save_checkpoint(const std::string& dir, torch::nn::Module& module, torch::optim::Optimizer* optimizer,
+                     int64_t epoch, MPI_Comm comm, const Json& extra) {
+  if (rank_of(comm) == 0) {
+    std::filesystem::create_directories(dir);
+    {
+      torch::serialize::OutputArchive archive;
+      module.save(archive);
+      archive.save_to(dir + "/model.pt");
+    }
+    if (optimizer) {
+      torch::serialize::OutputArchive archive;
+      optimizer->save(archive);
+      archive.save_to(dir + "/optimizer.pt");
+    }
+    Json state = extra.is_object() ? extra : Json::object();
+    state["epoch"] = epoch;
+    std::ofstream out(dir + "/state.json");
+    out << state.dump(2) << "\n";
+    if (!out) throw std::runtime_error("cannot write checkpoint " + dir + "/state.json");
+  }
+  if (size_of(comm) > 1) MPI_Barrier(comm);
+}
+
+Json load_checkpoint(const std::string& dir, torch::nn::Module& module, torch::optim::Optimizer* optimizer) {
+  auto load = [&](const std::string& name, auto&& into) {
+    const std::string path = dir + "/" + name;
+    if (!std::filesystem::exists(path)) throw std::runtime_error("checkpoint file missing: " + path);
+    try {
+      torch::serialize::InputArchive archive;
+      archive.load_from(path);
+      into(archive);
+    } catch (const c10::Error& e) {
+      throw std::runtime_error("cannot load " + path + ": " + e.what_without_backtrace());
+    }
+  };
+  load("model.pt", [&](torch::serialize::InputArchive& a) { module.load(a); });
+  if (optimizer) load("optimizer.pt", [&](torch::serialize::InputArchive& a) { optimizer->load(a); });
+  Json state = Json::object();
+  std::ifstream in(dir + "/state.json");
+  if (in) state = Json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (state.is_discarded() || !state.is_object()) throw std::runtime_error("bad checkpoint state " + dir + "/state.json");
+  return state;
 }
 
 }  // namespace tune::torch_dp

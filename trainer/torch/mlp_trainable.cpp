@@ -111,7 +111,7 @@ void mlp_trainable(Session& session) {
 
 }  // namespace
 
-void register_torch_trainables() {
+void register_mlp_trainable() {
   register_trainable("mlp", mlp_trainable,
                      {false, "libtorch MLP on synthetic data, data-parallel over the group's ranks"});
 }

@@ -1,0 +1,79 @@
+// Batch prediction with a trained checkpoint (Ray's "use the best checkpoint
+// for batch inference"), from C++ or as `tune predict`.
+//
+//   auto best = tune::torch_dp::load_best_model("./tune_results", "fashion-cnn");
+//   torch::Tensor logits = best.model->forward(images);     // eval mode, weights loaded
+//
+//   // Spread over the ranks of a communicator (rank 0 gets every row back):
+//   auto predictions = tune::torch_dp::predict(*best.model, inputs.features, comm);
+//
+// A checkpoint written by the example trainables (save_checkpoint with
+// {"trainable", "config"} in state.json) is self-describing: load_model
+// rebuilds the model with make_model(trainable, config) and loads it.
+// Failures throw std::runtime_error (tune::NotFoundError for an unknown
+// experiment or one without checkpoints).
+#pragma once
+
+#include <memory>
+#include <ostream>
+#include <string>
+
+#include <mpi.h>
+#include <torch/torch.h>
+
+#include "trainer/torch/datasets.h"
+#include "trainer/torch/models.h"
+
+namespace tune::torch_dp {
+
+struct LoadedModel {
+  std::shared_ptr<Classifier> model;  // in eval mode
+  std::string trainable;
+  Json config;
+  std::string checkpoint;  // its directory
+  std::string trial_name;  // "" when loaded from a bare checkpoint
+  std::string metric;      // the metric the trial was selected by, and its score
+  double score = 0;
+};
+
+// Loads a checkpoint directory written by the example trainables.
+LoadedModel load_model(const std::string& checkpoint_dir);
+
+// The best trial of `experiment` by `metric`/`mode` (default: the
+// experiment's), scope "last", and its best kept checkpoint.
+LoadedModel load_best_model(const std::string& storage, const std::string& experiment, const std::string& metric = "",
+                            const std::string& mode = "");
+
+struct Predictions {
+  torch::Tensor classes;     // int64, N
+  torch::Tensor confidence;  // float32, N: softmax probability of the class
+};
+
+// Scores rows [N*r/size, N*(r+1)/size) of `features` on rank r in batches,
+// then gathers them on rank 0 (other ranks get an empty result). Collective.
+Predictions predict(Classifier& model, const torch::Tensor& features, MPI_Comm comm, int64_t batch_size = 1000);
+
+// Reads prediction input for a trainable's model:
+//   fashion_*: "fashion-mnist:test" / "fashion-mnist:train", or an images IDX
+//              file (labels read from the matching *-labels-idx1-ubyte* file if present)
+//   taxi_tip:  a CSV file with the six feature columns (is_big_tip optional)
+data::Dataset read_prediction_input(const std::string& trainable, const std::string& input);
+
+struct PredictOptions {
+  std::string storage = "./tune_results";
+  std::string experiment;  // or:
+  std::string checkpoint;  // a checkpoint directory (skips selecting the best trial)
+  std::string input, output;
+  std::string metric, mode;
+  int workers = 1;  // ranks; > 1 runs the command under mpirun
+  int64_t batch_size = 1000;
+};
+
+// `tune predict`: writes `output` as CSV (row,prediction,confidence[,label])
+// and prints one summary line (with accuracy when the input has labels) to
+// `out`. With workers > 1, re-runs `executable` under mpirun (argv as given
+// plus an internal flag). Returns the exit code.
+int run_predict(const PredictOptions& options, const std::string& executable, const std::vector<std::string>& argv,
+                bool mpi_child, std::ostream& out);
+
+}  // namespace tune::torch_dp
