@@ -166,7 +166,7 @@ int predict(const std::vector<std::string>& args) {
   po::options_description options("options");
   options.add_options()("experiment", po::value(&p.experiment), "experiment whose best checkpoint predicts")(
       "storage", po::value(&p.storage)->default_value("./tune_results"), "results directory")(
-      "input", po::value(&p.input), "fashion-mnist:test, an IDX images file, or a CSV file (taxi_tip)")(
+      "input", po::value(&p.input), "fashion-mnist:test, an IDX images file, a CSV file or taxi-trips:N (taxi_tip)")(
       "output", po::value(&p.output), "predictions CSV to write (row,prediction,confidence[,label])")(
       "workers", po::value(&p.workers)->default_value(1), "ranks to spread prediction over (mpirun)")(
       "checkpoint", po::value(&p.checkpoint), "use this checkpoint directory instead of the best trial's")(

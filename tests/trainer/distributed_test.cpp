@@ -232,3 +232,17 @@ TEST(Models, BuildFromConfigAndRejectBadValues) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(PredictInput, TaxiTripsGeneratesLabelledRowsAndRejectsABadCount) {
+  auto d = tune::torch_dp::read_prediction_input("taxi_tip", "taxi-trips:5");
+  auto expected = tune::data::generate_taxi_trips(5, 2026);
+  EXPECT_TRUE(torch::equal(d.features, expected.features));
+  EXPECT_TRUE(torch::equal(d.labels, expected.labels));
+  EXPECT_THROW(tune::torch_dp::read_prediction_input("taxi_tip", "taxi-trips:0"), std::exception);
+  EXPECT_THROW(tune::torch_dp::read_prediction_input("taxi_tip", "taxi-trips:5x"), std::exception);
+  EXPECT_THROW(tune::torch_dp::read_prediction_input("mlp", "x.csv"), std::exception);
+}
+
+}  // namespace

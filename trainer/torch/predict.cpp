@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
@@ -99,7 +100,15 @@ data::Dataset read_prediction_input(const std::string& trainable, const std::str
     if (at != std::string::npos) labels.replace(at, 11, "labels-idx1");
     return data::load_idx_images(input, at != std::string::npos && std::filesystem::exists(labels) ? labels : "");
   }
-  if (trainable == "taxi_tip") return data::read_csv(input, data::taxi_feature_names(), "is_big_tip");
+  if (trainable == "taxi_tip") {
+    if (input.rfind("taxi-trips:", 0) == 0) {
+      char* end = nullptr;
+      const long long n = std::strtoll(input.c_str() + 11, &end, 10);
+      if (n < 1 || *end != '\0') throw ConfigError("tune predict: --input taxi-trips:N needs N >= 1, got '" + input + "'");
+      return data::generate_taxi_trips(n, /*seed=*/2026);  // unseen by training (data_seed 0..)
+    }
+    return data::read_csv(input, data::taxi_feature_names(), "is_big_tip");
+  }
   throw ConfigError("tune predict: no input reader for trainable '" + trainable +
                     "' (supported: fashion_mlp, fashion_cnn, taxi_tip)");
 }

@@ -56,7 +56,8 @@ Predictions predict(Classifier& model, const torch::Tensor& features, MPI_Comm c
 // Reads prediction input for a trainable's model:
 //   fashion_*: "fashion-mnist:test" / "fashion-mnist:train", or an images IDX
 //              file (labels read from the matching *-labels-idx1-ubyte* file if present)
-//   taxi_tip:  a CSV file with the six feature columns (is_big_tip optional)
+//   taxi_tip:  a CSV file with the six feature columns (is_big_tip optional),
+//              or "taxi-trips:N": N freshly generated trips (seed 2026)
 data::Dataset read_prediction_input(const std::string& trainable, const std::string& input);
 
 struct PredictOptions {
