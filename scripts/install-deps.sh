@@ -10,9 +10,10 @@ packages=(
   nlohmann-json3-dev libfmt-dev
   libgtest-dev libgmock-dev googletest librapidcheck-dev libbenchmark-dev
   libeigen3-dev libnlopt-cxx-dev
+  dataset-fashion-mnist
 )
 if [ "${TUNE_WITH_PEERS:-0}" = 1 ]; then
-  packages+=(python3-optuna python3-torch dataset-fashion-mnist)
+  packages+=(python3-optuna python3-torch)
 fi
 missing=()
 for p in "${packages[@]}"; do
