@@ -50,13 +50,6 @@ struct AshaRung {
     auto it = score_of.find(trial);
     if (it != score_of.end()) unpromoted.erase({-it->second, trial});
   }
-  // numpy.percentile (linear) of the recorded scores.
-  double percentile(double q) const {
-    const double pos = q / 100.0 * static_cast<double>(sorted.size() - 1);
-    const auto lo = static_cast<size_t>(std::floor(pos));
-    const size_t hi = std::min(lo + 1, sorted.size() - 1);
-    return sorted[lo] + (pos - static_cast<double>(lo)) * (sorted[hi] - sorted[lo]);
-  }
 };
 
 class AshaScheduler : public Scheduler {
@@ -165,7 +158,7 @@ class AshaScheduler : public Scheduler {
     for (auto it = rungs.rbegin(); it != rungs.rend(); ++it) {
       if (t < it->milestone || it->has(trial)) continue;
       std::optional<double> cutoff;
-      if (!it->sorted.empty()) cutoff = it->percentile((1 - 1 / rf_) * 100);
+      if (!it->sorted.empty()) cutoff = internal::percentile_of_sorted(it->sorted, (1 - 1 / rf_) * 100);
       it->record(trial, score);
       if (cutoff && score < *cutoff) return TrialDecision::stop();
       break;

@@ -52,7 +52,8 @@ class MedianStoppingRule : public Scheduler {
       if (n > 0) means.push_back(sum / n);
     }
     if (static_cast<int64_t>(means.size()) < min_samples_) return TrialDecision::next();
-    const double median = internal::percentile(means, 50);
+    std::sort(means.begin(), means.end());
+    const double median = internal::percentile_of_sorted(means, 50);
     return h.best < median ? TrialDecision::stop() : TrialDecision::next();
   }
 

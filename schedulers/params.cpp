@@ -103,12 +103,11 @@ bool number_at(const Json& result, const std::string& key, double* value) {
   return std::isfinite(*value);
 }
 
-double percentile(std::vector<double> values, double q) {
-  std::sort(values.begin(), values.end());
-  const double pos = q / 100.0 * static_cast<double>(values.size() - 1);
-  const size_t lo = static_cast<size_t>(std::floor(pos));
-  const size_t hi = std::min(lo + 1, values.size() - 1);
-  return values[lo] + (pos - static_cast<double>(lo)) * (values[hi] - values[lo]);
+double percentile_of_sorted(const std::vector<double>& sorted, double q) {
+  const double pos = q / 100.0 * static_cast<double>(sorted.size() - 1);
+  const auto lo = static_cast<size_t>(std::floor(pos));
+  const size_t hi = std::min(lo + 1, sorted.size() - 1);
+  return sorted[lo] + (pos - static_cast<double>(lo)) * (sorted[hi] - sorted[lo]);
 }
 
 }  // namespace tune::internal

@@ -50,8 +50,8 @@ std::string num(double x);
 // result[key] as a double when it is a number.
 bool number_at(const Json& result, const std::string& key, double* value);
 
-// The q-th percentile (0..100) of `values` with linear interpolation
-// (numpy's default, which Ray's ASHA uses). `values` must not be empty.
-double percentile(std::vector<double> values, double q);
+// The q-th percentile (0..100) of ascending `sorted` values with linear
+// interpolation (numpy's default, which Ray's ASHA uses). Not empty.
+double percentile_of_sorted(const std::vector<double>& sorted, double q);
 
 }  // namespace tune::internal

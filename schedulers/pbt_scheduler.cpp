@@ -25,41 +25,13 @@
 #include "schedulers/scheduler_factory.h"
 #include "search/domain.h"
 #include "search/gp.h"
+#include "search/search_space.h"
 #include "tuner/error.h"
 
 namespace tune {
 namespace {
 
 using internal::number_at;
-
-// Dotted-path access into a nested config ("model.width").
-const Json* find_path(const Json& config, const std::string& path) {
-  const Json* node = &config;
-  size_t start = 0;
-  while (true) {
-    size_t dot = path.find('.', start);
-    std::string key = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
-    if (!node->is_object() || !node->contains(key)) return nullptr;
-    node = &(*node)[key];
-    if (dot == std::string::npos) return node;
-    start = dot + 1;
-  }
-}
-
-void set_path(Json& config, const std::string& path, Json value) {
-  Json* node = &config;
-  size_t start = 0;
-  while (true) {
-    size_t dot = path.find('.', start);
-    std::string key = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
-    if (dot == std::string::npos) {
-      (*node)[key] = std::move(value);
-      return;
-    }
-    node = &(*node)[key];
-    start = dot + 1;
-  }
-}
 
 // One mutable hyperparameter.
 struct Mutation {
