@@ -197,6 +197,28 @@ TEST(Pbt, RejectsBadOptions) {
             0u);
 }
 
+TEST(SchedulerOptions, HyperBandMedianAndUnknownTypesAreOneLineErrors) {
+  auto error = [](const std::string& type, const Json& params) {
+    try {
+      make_scheduler(type, params, "loss", "min");
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error("hyperband", {{"reduction_factor", 1}}), "scheduler hyperband: reduction_factor must be a number > 1, got 1");
+  EXPECT_EQ(error("hyperband", {{"max_t", "lots"}}), "scheduler hyperband: max_t must be a positive number, got 'lots'");
+  EXPECT_EQ(error("median_stopping", {{"hard_stop", false}}),
+            "scheduler median_stopping: hard_stop must be true (pausing instead of stopping is not supported: a paused "
+            "trial would only be judged again), got false");
+  EXPECT_EQ(error("median_stopping", {{"min_samples_required", 0}}),
+            "scheduler median_stopping: min_samples_required must be an integer >= 1, got 0");
+  EXPECT_EQ(error("hyperbnd", Json::object()),
+            "unknown scheduler 'hyperbnd' (did you mean 'hyperband'?); expected one of fifo, asha, hyperband, "
+            "median_stopping, pbt, pb2");
+  EXPECT_EQ(error("asha", Json::array()), "scheduler asha: options must be a mapping, got []");
+}
+
 TEST(MedianStopping, StopsTrialsWorseThanTheMedianOfRunningMeans) {
   auto s = make_scheduler("median_stopping",
                           {{"time_attr", "training_iteration"}, {"grace_period", 2}, {"min_samples_required", 2}},
