@@ -78,6 +78,7 @@ int main(int argc, char** argv) {
                           {"buckets", sync->num_buckets()},
                           {"overlap", options.overlap},
                           {"shared_memory", sync->uses_shared_memory()},
+                          {"blas", blas_library()},
                           {"samples_per_s", static_cast<double>(steps * batch * size) / elapsed},
                           {"step_ms", 1000 * elapsed / static_cast<double>(steps)},
                           {"allreduce_ms", 1000 * (sync->communication_seconds() - comm_start) / static_cast<double>(steps)},

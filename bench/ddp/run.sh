@@ -15,7 +15,7 @@ for arg in "$@"; do
     *) echo "bench/run ddp: unknown option '$arg' (options: --quick)" >&2; exit 2 ;;
   esac
 done
-MLP_STEPS=600 CNN_STEPS=80 REPEAT=2
+MLP_STEPS=3000 CNN_STEPS=300 REPEAT=3
 if [[ $QUICK == 1 ]]; then MLP_STEPS=60 CNN_STEPS=10 REPEAT=1; fi
 
 if [[ ! -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz && -z "${TUNE_FASHION_MNIST_DIR:-}" ]]; then
@@ -43,6 +43,12 @@ run() {  # run COMMAND...: appends its last stdout line (JSON) to $RUNS
   tail -n 1 <<<"$out" >>"$RUNS"
 }
 
+# One OpenMP thread per rank on both sides, as torchrun sets it (mp.spawn does
+# not): the OpenMP OpenBLAS otherwise starts one thread per core in threads
+# torch.set_num_threads never touched.
+export OMP_NUM_THREADS=1
+BLAS="$(readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3 2>/dev/null || echo unknown)"
+note "BLAS (libblas.so.3, shared by both sides): $BLAS"
 LOAD_START="$(cut -d' ' -f1-3 /proc/loadavg)"
 HAVE_PEER=1
 "$PYTHON" -c "import torch" 2>/dev/null || { HAVE_PEER=0; note "torch is not importable by $PYTHON: peer skipped (apt-get install python3-torch)"; }
@@ -57,15 +63,15 @@ for i in $(seq "$REPEAT"); do
   done
 done
 
-"$PYTHON" - "$RUNS" "$QUICK" "$LOAD_START" "$(cut -d' ' -f1-3 /proc/loadavg)" <<'PY'
+"$PYTHON" - "$RUNS" "$QUICK" "$LOAD_START" "$(cut -d' ' -f1-3 /proc/loadavg)" "$BLAS" <<'PY'
 import json, sys
 runs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-quick, load0, load1 = sys.argv[2] == "1", sys.argv[3], sys.argv[4]
+quick, load0, load1, blas = sys.argv[2] == "1", sys.argv[3], sys.argv[4], sys.argv[5]
 def best(impl, model, ranks, shm=True):
     rs = [r for r in runs if r["impl"] == impl and r["model"] == model and r["ranks"] == ranks
           and (ranks == 1 or r.get("shared_memory", True) == shm)]
     return max(rs, key=lambda r: r["samples_per_s"]) if rs else None
-summary = {"benchmark": "ddp", "quick": quick, "load_start": load0, "load_end": load1, "models": {}}
+summary = {"benchmark": "ddp", "quick": quick, "load_start": load0, "load_end": load1, "blas": blas, "models": {}}
 print(f"{'model':5} {'ranks':>5} {'tune samples/s':>15} {'peer samples/s':>15} {'tune/peer':>9} "
       f"{'allreduce ms/step':>18} {'exposed ms/step':>16}")
 for model in ("mlp", "cnn"):
@@ -91,6 +97,6 @@ for model in ("mlp", "cnn"):
         print(f"{model:5} scaling 2/1 ranks: tune {m['tune_scaling_2_over_1']:.2f}"
               + (f", peer {m['peer_scaling_2_over_1']:.2f}" if "peer_scaling_2_over_1" in m else ""))
     summary["models"][model] = m
-print(f"load average at start {load0}, at end {load1} (2 shared cores: other work skews figures)")
+print(f"load average at start {load0}, at end {load1} (2 shared cores: other work skews figures); BLAS {blas}")
 print(json.dumps(summary))
 PY

@@ -1,10 +1,15 @@
 #include "trainer/torch/distributed.h"
 
+#include <link.h>
+#include <malloc.h>
+
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <exception>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <numeric>
 #include <random>
 #include <stdexcept>
@@ -40,7 +45,44 @@ int size_of(MPI_Comm comm) {
 }
 
 void use_session_threads(const Session& session) {
+  keep_freed_memory();
   torch::set_num_threads(std::max(1, session.cpus()));
+}
+
+std::string blas_library() {
+  std::string found;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* out) {
+        const std::string name = info->dlpi_name ? info->dlpi_name : "";
+        const std::string file = std::filesystem::path(name).filename().string();
+        if (file.rfind("libblas.so", 0) == 0 || file.rfind("libopenblas", 0) == 0) {
+          std::error_code ec;
+          const auto resolved = std::filesystem::canonical(name, ec);
+          *static_cast<std::string*>(out) = ec ? name : resolved.string();
+          return 1;
+        }
+        return 0;
+      },
+      &found);
+  return found;
+}
+
+bool uses_reference_blas() {
+  const std::string path = blas_library();
+  // Debian's reference BLAS: /usr/lib/<triplet>/blas/libblas.so.3.x
+  return path.find("/blas/libblas.so") != std::string::npos;
+}
+
+bool keep_freed_memory() {
+  static const bool changed = [] {
+    for (const char* name : {"MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "GLIBC_TUNABLES"}) {
+      if (std::getenv(name)) return false;
+    }
+    const char* opt_out = std::getenv("TUNE_KEEP_FREED_MEMORY");
+    if (opt_out && std::string(opt_out) == "0") return false;
+    return mallopt(M_MMAP_THRESHOLD, 64 << 20) == 1 && mallopt(M_TRIM_THRESHOLD, 1 << 30) == 1;
+  }();
+  return changed;
 }
 
 namespace {
@@ -277,6 +319,13 @@ double GradientSync::exposed_seconds() const { return state_->exposed; }
 int64_t GradientSync::steps() const { return state_->steps; }
 
 std::unique_ptr<GradientSync> prepare_model(torch::nn::Module& module, MPI_Comm comm, GradientSyncOptions options) {
+  keep_freed_memory();
+  static bool hinted = false;
+  if (!hinted && rank_of(comm) == 0 && uses_reference_blas()) {
+    std::cerr << "tune: libtorch uses the reference BLAS (" << blas_library()
+              << "); Linear layers train several times faster with: apt-get install libopenblas0-openmp\n";
+  }
+  hinted = true;
   broadcast_parameters(module, comm);
   return std::make_unique<GradientSync>(module, comm, options);
 }

@@ -181,6 +181,7 @@ int run_predict(const PredictOptions& options, const std::string& executable, co
 }
 
 int run_predict_with(const LoadedModel& loaded, const PredictOptions& options, MPI_Comm comm, std::ostream& out) {
+  keep_freed_memory();
   torch::set_num_threads(1);
   const auto started = std::chrono::steady_clock::now();
   data::Dataset input = read_prediction_input(loaded.trainable, options.input);
