@@ -285,8 +285,10 @@ void Driver::print_progress(bool final) {
   for (const auto& [index, trial] : trials_) {
     rows.push_back({index, trial.status, trial.config, trial.last_result, trial.error});
   }
+  std::vector<std::string> sampled;
+  for (const auto& parameter : spec_.param_space.parameters()) sampled.push_back(parameter.path);
   std::cout << render_progress(spec_.name, spec_.metric, spec_.mode, rows, now_seconds() - started_,
-                               used_slots_, slots_, final)
+                               used_slots_, slots_, final, sampled)
             << std::flush;
 }
 

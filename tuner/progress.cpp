@@ -46,7 +46,7 @@ std::string render_table(const std::vector<std::string>& header,
 std::string render_progress(const std::string& experiment, const std::string& metric,
                             const std::string& mode, const std::vector<ProgressRow>& rows,
                             double elapsed_s, int used_slots, int slots, bool final,
-                            size_t max_rows) {
+                            const std::vector<std::string>& sampled, size_t max_rows) {
   std::map<std::string, int> counts;
   for (const auto& row : rows) counts[row.status]++;
   std::string out = fmt::format("== {} {} == {:.1f}s elapsed, {}/{} slots busy | ", experiment,
@@ -76,12 +76,12 @@ std::string render_progress(const std::string& experiment, const std::string& me
   });
 
   std::vector<std::string> header = {"trial", "status"};
-  std::vector<std::string> params;
-  if (!rows.empty()) {
+  std::vector<std::string> params = sampled;
+  if (params.empty() && !rows.empty()) {
     const Json flat = flatten(rows.front().config);  // named: items() must not outlive it
     for (const auto& [key, value] : flat.items()) params.push_back(key);
   }
-  if (params.size() > 8) params.resize(8);
+  if (params.size() > kMaxParamColumns) params.resize(kMaxParamColumns);
   for (const auto& p : params) header.push_back(p);
   header.push_back("iter");
   if (!metric.empty()) header.push_back(metric);

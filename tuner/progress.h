@@ -17,11 +17,14 @@ struct ProgressRow {
 };
 
 // At most `max_rows` trials are listed (running first, then the best by
-// metric); the header counts every status.
+// metric); the header counts every status. The parameter columns are the
+// sampled parameters (`sampled`, dotted paths, in that order, at most
+// kMaxParamColumns); constants fill the columns only when nothing is sampled.
+inline constexpr size_t kMaxParamColumns = 10;
 std::string render_progress(const std::string& experiment, const std::string& metric,
                             const std::string& mode, const std::vector<ProgressRow>& rows,
                             double elapsed_s, int used_slots, int slots, bool final,
-                            size_t max_rows = 20);
+                            const std::vector<std::string>& sampled = {}, size_t max_rows = 20);
 
 // A plain text table with aligned columns.
 std::string render_table(const std::vector<std::string>& header,

@@ -2,10 +2,12 @@
 // checkpoints, data readers and models. Multi-rank behaviour: ddp_mpi_test.cpp.
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
+#include <malloc.h>
 #include <zlib.h>
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <set>
 
@@ -90,6 +92,34 @@ TEST(DistributedSampler, BatchesCutTheShardWithASmallerLastBatch) {
   EXPECT_EQ(joined, sampler.indices());
   EXPECT_THROW(sampler.batches(0), std::invalid_argument);
   EXPECT_THROW(DistributedSampler(10, 2, 2, 0), std::invalid_argument);
+}
+
+// 48 MiB is over glibc's largest dynamic mmap threshold (32 MiB): by default
+// such a block is always mmapped and unmapped on free. After
+// keep_freed_memory() it comes from the heap and stays there once freed.
+TEST(Process, KeepFreedMemoryServesLargeBlocksFromTheHeapAndKeepsThem) {
+  ASSERT_EQ(std::getenv("MALLOC_MMAP_THRESHOLD_"), nullptr);
+  ASSERT_EQ(std::getenv("GLIBC_TUNABLES"), nullptr);
+  EXPECT_TRUE(keep_freed_memory());
+  EXPECT_TRUE(keep_freed_memory());  // idempotent
+  constexpr size_t kBlock = size_t{48} << 20;
+  const size_t mapped_before = mallinfo2().hblkhd;
+  auto* block = static_cast<volatile char*>(std::malloc(kBlock));
+  ASSERT_NE(block, nullptr);
+  block[0] = 1;
+  block[kBlock - 1] = 1;
+  EXPECT_LT(mallinfo2().hblkhd, mapped_before + kBlock);
+  std::free(const_cast<char*>(block));
+  EXPECT_GE(mallinfo2().fordblks, kBlock);
+}
+
+TEST(Process, BlasLibraryIsTheLoadedOne) {
+  // The test links libtorch, which links libblas.so.3 (Debian alternatives).
+  const std::string path = blas_library();
+  ASSERT_FALSE(path.empty());
+  EXPECT_TRUE(std::filesystem::exists(path)) << path;
+  EXPECT_NE(path.find("blas"), std::string::npos) << path;
+  EXPECT_EQ(uses_reference_blas(), path.find("openblas") == std::string::npos) << path;
 }
 
 TEST(MeanMetrics, OneRankGivesSumOverCount) {
