@@ -172,7 +172,7 @@ int predict(const std::vector<std::string>& args) {
       "checkpoint", po::value(&p.checkpoint), "use this checkpoint directory instead of the best trial's")(
       "metric", po::value(&p.metric), "select the best trial by this metric (default: the experiment's)")(
       "mode", po::value(&p.mode), "min or max (default: the experiment's)")(
-      "batch-size", po::value(&p.batch_size)->default_value(64), "rows per forward pass");
+      "batch-size", po::value(&p.batch_size)->default_value(p.batch_size), "rows per forward pass");
   po::options_description hidden;
   hidden.add_options()("mpi-child", po::bool_switch(&mpi_child));
   options.add_options()("help,h", "show this help");

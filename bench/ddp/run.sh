@@ -47,8 +47,6 @@ run() {  # run COMMAND...: appends its last stdout line (JSON) to $RUNS
 # not): the OpenMP OpenBLAS otherwise starts one thread per core in threads
 # torch.set_num_threads never touched.
 export OMP_NUM_THREADS=1
-BLAS="$(readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3 2>/dev/null || echo unknown)"
-note "BLAS (libblas.so.3, shared by both sides): $BLAS"
 LOAD_START="$(cut -d' ' -f1-3 /proc/loadavg)"
 HAVE_PEER=1
 "$PYTHON" -c "import torch" 2>/dev/null || { HAVE_PEER=0; note "torch is not importable by $PYTHON: peer skipped (apt-get install python3-torch)"; }
@@ -63,10 +61,13 @@ for i in $(seq "$REPEAT"); do
   done
 done
 
-"$PYTHON" - "$RUNS" "$QUICK" "$LOAD_START" "$(cut -d' ' -f1-3 /proc/loadavg)" "$BLAS" <<'PY'
+"$PYTHON" - "$RUNS" "$QUICK" "$LOAD_START" "$(cut -d' ' -f1-3 /proc/loadavg)" <<'PY'
 import json, sys
 runs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-quick, load0, load1, blas = sys.argv[2] == "1", sys.argv[3], sys.argv[4], sys.argv[5]
+quick, load0, load1 = sys.argv[2] == "1", sys.argv[3], sys.argv[4]
+# The library tune's runs loaded (blas_library()); the peer's libtorch resolves
+# the same libblas.so.3 alternative.
+blas = next((r["blas"] for r in runs if r.get("blas")), "unknown")
 def best(impl, model, ranks, shm=True):
     rs = [r for r in runs if r["impl"] == impl and r["model"] == model and r["ranks"] == ranks
           and (ranks == 1 or r.get("shared_memory", True) == shm)]
@@ -97,6 +98,6 @@ for model in ("mlp", "cnn"):
         print(f"{model:5} scaling 2/1 ranks: tune {m['tune_scaling_2_over_1']:.2f}"
               + (f", peer {m['peer_scaling_2_over_1']:.2f}" if "peer_scaling_2_over_1" in m else ""))
     summary["models"][model] = m
-print(f"load average at start {load0}, at end {load1} (2 shared cores: other work skews figures); BLAS {blas}")
+print(f"load average at start {load0}, at end {load1} (2 shared cores: other work skews figures); BLAS {blas} (both sides)")
 print(json.dumps(summary))
 PY

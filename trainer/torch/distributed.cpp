@@ -1,17 +1,10 @@
 #include "trainer/torch/distributed.h"
 
-#include <link.h>
-#include <malloc.h>
-
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <exception>
 #include <filesystem>
 #include <fstream>
-#include <iostream>
-#include <numeric>
-#include <random>
 #include <stdexcept>
 
 #include "trainer/torch/shared_memory_allreduce.h"
@@ -42,47 +35,6 @@ int size_of(MPI_Comm comm) {
   int size = 1;
   MPI_Comm_size(comm, &size);
   return size;
-}
-
-void use_session_threads(const Session& session) {
-  keep_freed_memory();
-  torch::set_num_threads(std::max(1, session.cpus()));
-}
-
-std::string blas_library() {
-  std::string found;
-  dl_iterate_phdr(
-      [](dl_phdr_info* info, size_t, void* out) {
-        const std::string name = info->dlpi_name ? info->dlpi_name : "";
-        const std::string file = std::filesystem::path(name).filename().string();
-        if (file.rfind("libblas.so", 0) == 0 || file.rfind("libopenblas", 0) == 0) {
-          std::error_code ec;
-          const auto resolved = std::filesystem::canonical(name, ec);
-          *static_cast<std::string*>(out) = ec ? name : resolved.string();
-          return 1;
-        }
-        return 0;
-      },
-      &found);
-  return found;
-}
-
-bool uses_reference_blas() {
-  const std::string path = blas_library();
-  // Debian's reference BLAS: /usr/lib/<triplet>/blas/libblas.so.3.x
-  return path.find("/blas/libblas.so") != std::string::npos;
-}
-
-bool keep_freed_memory() {
-  static const bool changed = [] {
-    for (const char* name : {"MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "GLIBC_TUNABLES"}) {
-      if (std::getenv(name)) return false;
-    }
-    const char* opt_out = std::getenv("TUNE_KEEP_FREED_MEMORY");
-    if (opt_out && std::string(opt_out) == "0") return false;
-    return mallopt(M_MMAP_THRESHOLD, 64 << 20) == 1 && mallopt(M_TRIM_THRESHOLD, 1 << 30) == 1;
-  }();
-  return changed;
 }
 
 namespace {
@@ -320,70 +272,12 @@ int64_t GradientSync::steps() const { return state_->steps; }
 
 std::unique_ptr<GradientSync> prepare_model(torch::nn::Module& module, MPI_Comm comm, GradientSyncOptions options) {
   keep_freed_memory();
-  static bool hinted = false;
-  if (!hinted && rank_of(comm) == 0 && uses_reference_blas()) {
-    std::cerr << "tune: libtorch uses the reference BLAS (" << blas_library()
-              << "); Linear layers train several times faster with: apt-get install libopenblas0-openmp\n";
-  }
-  hinted = true;
+  if (rank_of(comm) == 0) hint_if_reference_blas();
   broadcast_parameters(module, comm);
   return std::make_unique<GradientSync>(module, comm, options);
 }
 
-// ---- sampling and metrics -------------------------------------------------
-
-DistributedSampler::DistributedSampler(int64_t n, int rank, int size, uint64_t seed, bool shuffle, bool drop_last)
-    : n_(n), rank_(rank), size_(size), seed_(seed), shuffle_(shuffle), drop_last_(drop_last) {
-  if (n < 0 || size < 1 || rank < 0 || rank >= size) {
-    throw std::invalid_argument("DistributedSampler: need n >= 0 and 0 <= rank < size, got n=" + std::to_string(n) +
-                                " rank=" + std::to_string(rank) + " size=" + std::to_string(size));
-  }
-}
-
-DistributedSampler::DistributedSampler(int64_t n, MPI_Comm comm, uint64_t seed, bool shuffle, bool drop_last)
-    : DistributedSampler(n, rank_of(comm), size_of(comm), seed, shuffle, drop_last) {}
-
-std::vector<int64_t> DistributedSampler::indices() const {
-  std::vector<int64_t> order(static_cast<size_t>(n_));
-  std::iota(order.begin(), order.end(), 0);
-  if (shuffle_) {
-    std::seed_seq seq{static_cast<uint32_t>(seed_), static_cast<uint32_t>(seed_ >> 32),
-                      static_cast<uint32_t>(epoch_), static_cast<uint32_t>(static_cast<uint64_t>(epoch_) >> 32)};
-    std::mt19937_64 rng(seq);
-    // Fisher-Yates with our own index draw: std::shuffle's distribution use is
-    // implementation-defined, this one is the same on every standard library.
-    for (int64_t i = n_ - 1; i > 0; --i) {
-      const int64_t j = static_cast<int64_t>(rng() % static_cast<uint64_t>(i + 1));
-      std::swap(order[static_cast<size_t>(i)], order[static_cast<size_t>(j)]);
-    }
-  }
-  const int64_t per_rank = drop_last_ ? n_ / size_ : (n_ + size_ - 1) / size_;
-  std::vector<int64_t> shard;
-  if (n_ == 0) return shard;
-  shard.reserve(static_cast<size_t>(per_rank));
-  for (int64_t i = 0; i < per_rank; ++i) {
-    const int64_t position = rank_ + i * size_;
-    shard.push_back(order[static_cast<size_t>(position % n_)]);
-  }
-  return shard;
-}
-
-std::vector<torch::Tensor> DistributedSampler::batches(int64_t batch_size) const {
-  if (batch_size < 1) throw std::invalid_argument("batch size must be >= 1, got " + std::to_string(batch_size));
-  std::vector<int64_t> all = indices();
-  torch::Tensor index = torch::tensor(all, torch::kLong);
-  std::vector<torch::Tensor> out;
-  for (int64_t start = 0; start < index.size(0); start += batch_size) {
-    out.push_back(index.slice(0, start, std::min<int64_t>(start + batch_size, index.size(0))));
-  }
-  return out;
-}
-
-std::vector<int64_t> shard_indices(int64_t n, int rank, int size, int64_t epoch, uint64_t seed) {
-  DistributedSampler sampler(n, rank, size, seed);
-  sampler.set_epoch(epoch);
-  return sampler.indices();
-}
+// ---- metrics (DistributedSampler: sampler.cpp) ----------------------------
 
 std::vector<double> allreduce_sum(std::vector<double> values, MPI_Comm comm) {
   if (size_of(comm) <= 1 || values.empty()) return values;

@@ -36,35 +36,12 @@
 #include <torch/torch.h>
 
 #include "trainer/session.h"
+#include "trainer/torch/process.h"
 
 namespace tune::torch_dp {
 
 int rank_of(MPI_Comm comm);
 int size_of(MPI_Comm comm);
-
-// Sets libtorch's intra-op threads to session.cpus() (resources.cpus_per_worker,
-// default 1), so N ranks on N cores do not oversubscribe. Also calls
-// keep_freed_memory().
-void use_session_threads(const Session& session);
-
-// glibc's malloc gives freed blocks of over 128 KiB back to the kernel, so
-// every training step page-faults its activations in again: a small CNN
-// step spent 80 % of its time in page faults (bench/ddp). This keeps freed
-// memory in the process instead (mallopt: blocks under 64 MiB come from the
-// heap, whose free top is kept up to 1 GiB). Called by prepare_model() and
-// use_session_threads(); idempotent. Left alone when the user tunes malloc
-// (MALLOC_MMAP_THRESHOLD_, MALLOC_TRIM_THRESHOLD_ or GLIBC_TUNABLES set) or
-// sets TUNE_KEEP_FREED_MEMORY=0. Returns whether it changed the settings.
-bool keep_freed_memory();
-
-// The BLAS library this process loaded (libtorch's float GEMMs, i.e. every
-// Linear layer, go through it), as a resolved path, or "" when none is
-// loaded. Debian selects it with update-alternatives (libblas.so.3).
-std::string blas_library();
-// True when blas_library() is Debian's reference BLAS (libblas3), which is
-// several times slower than OpenBLAS. prepare_model() prints a one-line hint
-// to stderr once per process (rank 0) when it is.
-bool uses_reference_blas();
 
 // Copies rank 0's parameters and buffers to every rank (one flattened MPI_Bcast).
 void broadcast_parameters(torch::nn::Module& module, MPI_Comm comm);

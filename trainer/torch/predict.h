@@ -51,7 +51,7 @@ struct Predictions {
 
 // Scores rows [N*r/size, N*(r+1)/size) of `features` on rank r in batches,
 // then gathers them on rank 0 (other ranks get an empty result). Collective.
-Predictions predict(Classifier& model, const torch::Tensor& features, MPI_Comm comm, int64_t batch_size = 64);
+Predictions predict(Classifier& model, const torch::Tensor& features, MPI_Comm comm, int64_t batch_size = kInferenceBatch);
 
 // Reads prediction input for a trainable's model:
 //   fashion_*: "fashion-mnist:test" / "fashion-mnist:train", or an images IDX
@@ -67,7 +67,7 @@ struct PredictOptions {
   std::string input, output;
   std::string metric, mode;
   int workers = 1;  // ranks; > 1 runs the command under mpirun
-  int64_t batch_size = 64;  // small batches keep activations in cache and in the heap (1000: ~10x slower for the CNN)
+  int64_t batch_size = kInferenceBatch;
 };
 
 // `tune predict`: writes `output` as CSV (row,prediction,confidence[,label])

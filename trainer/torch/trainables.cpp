@@ -124,11 +124,8 @@ void train_classifier(Session& session, const std::string& trainable, const Trai
     {
       torch::NoGradGuard no_grad;
       const int64_t n = data.validation.size(), begin = n * rank / size, end = n * (rank + 1) / size;
-      // Small batches: a CNN's activations for 1000 images (~150 MB a layer)
-      // are mmapped and page-faulted in per batch, ~10x slower than 64.
-      constexpr int64_t kEvalBatch = 64;
-      for (int64_t b = begin; b < end; b += kEvalBatch) {
-        data::Dataset part = data.validation.slice(b, std::min(end, b + kEvalBatch));
+      for (int64_t b = begin; b < end; b += kInferenceBatch) {
+        data::Dataset part = data.validation.slice(b, std::min(end, b + kInferenceBatch));
         torch::Tensor logits = model->forward(part.features);
         metrics.add("val_loss",
                     torch::nn::functional::cross_entropy(
