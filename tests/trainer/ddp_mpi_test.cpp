@@ -2,6 +2,7 @@
 // the example trainables end to end through the tune CLI.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -207,6 +208,10 @@ TEST(TrainerCli, PredictReportsAMissingExperimentOrInputInOneLine) {
   auto missing = run_tune("predict nope --output y.csv");
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_NE(missing.err.find("--input is required"), std::string::npos) << missing.err;
+  auto batch = run_tune("predict nope --input x.csv --output y.csv --batch-size 0");
+  EXPECT_EQ(batch.exit_code, 2);
+  EXPECT_NE(batch.err.find("--batch-size must be >= 1"), std::string::npos) << batch.err;
+  EXPECT_EQ(std::count(batch.err.begin(), batch.err.end(), '\n'), 1) << batch.err;
 }
 
 }  // namespace

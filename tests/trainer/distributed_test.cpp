@@ -113,6 +113,26 @@ TEST(Process, KeepFreedMemoryServesLargeBlocksFromTheHeapAndKeepsThem) {
   EXPECT_GE(mallinfo2().fordblks, kBlock);
 }
 
+// TUNE_KEEP_FREED_MEMORY=0 leaves malloc alone: the 48 MiB block is mmapped.
+// The setting is read once per process, so the test re-runs this binary.
+TEST(Process, KeepFreedMemoryOptOutLeavesMallocAlone) {
+  if (const char* opt_out = std::getenv("TUNE_KEEP_FREED_MEMORY")) {
+    ASSERT_STREQ(opt_out, "0");
+    EXPECT_FALSE(keep_freed_memory());
+    constexpr size_t kBlock = size_t{48} << 20;
+    const size_t mapped_before = mallinfo2().hblkhd;
+    void* block = std::malloc(kBlock);
+    ASSERT_NE(block, nullptr);
+    EXPECT_GE(mallinfo2().hblkhd, mapped_before + kBlock);
+    std::free(block);
+    return;
+  }
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  const std::string command = "TUNE_KEEP_FREED_MEMORY=0 '" + self +
+                              "' --gtest_filter=Process.KeepFreedMemoryOptOutLeavesMallocAlone > /dev/null 2>&1";
+  EXPECT_EQ(std::system(command.c_str()), 0) << command;
+}
+
 TEST(Process, BlasLibraryIsTheLoadedOne) {
   // The test links libtorch, which links libblas.so.3 (Debian alternatives).
   const std::string path = blas_library();
