@@ -77,6 +77,9 @@ class Session {
   virtual int world_size() const = 0;
   // Cores this rank may use (resources.cpus_per_worker).
   virtual int cpus() const = 0;
+  // The sweep's trainable setup: {"data": <the data: mapping>, "preprocess":
+  // <the preprocess: list>}, each null when the sweep has none.
+  virtual const Json& setup() const = 0;
 };
 
 using TrainableFunction = std::function<void(Session&)>;
@@ -86,6 +89,10 @@ struct TrainableInfo {
   // Functions needing MPI (workers > 1) must be false. Default: true.
   bool in_process = true;
   std::string description;
+  // Checks the sweep's setup ({"data": ..., "preprocess": ...}, see
+  // Session::setup()) before any trial starts; throws tune::ConfigError. A
+  // trainable without it rejects sweeps that have data: or preprocess:.
+  std::function<void(const Json& setup)> check_setup;
 };
 
 // Registers a named trainable (the sweep file's `trainable:`). Thread-safe;

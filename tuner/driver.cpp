@@ -190,6 +190,7 @@ void Driver::start(TrialState& trial) {
   start.iteration = trial.iteration;
   start.checkpoint = trial.checkpoint;
   start.cpus = spec_.resources.cpus_per_worker;
+  start.setup = spec_.setup();
   fs::create_directories(start.trial_dir);
   if (threads_) {
     threads_->start(std::move(start), function_ ? function_ : registered_->function, trial.attempt);

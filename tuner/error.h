@@ -24,7 +24,19 @@ class ConfigError : public Error {
   ConfigError(const std::string& file, int line, const std::string& message)
       : Error(format(file, line, message)) {}
 
+  // An error about one key of a sweep ("scheduler.max_t", "data.label",
+  // "preprocess[0]"): the sweep loader turns the key path into file:line.
+  static ConfigError at(const std::string& key_path, const std::string& message) {
+    ConfigError error(message);
+    error.key_path_ = key_path;
+    return error;
+  }
+  // The key path the error is about; "" when unknown.
+  const std::string& key_path() const { return key_path_; }
+
  private:
+  std::string key_path_;
+
   static std::string format(const std::string& file, int line, const std::string& message) {
     if (file.empty()) return message;
     if (line <= 0) return file + ": " + message;

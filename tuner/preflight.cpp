@@ -52,7 +52,13 @@ void preflight(const SweepSpec& spec, const RunConfig& run, const TrainableFunct
     throw ConfigError("a C++ lambda trainable runs in-process; to run MPI groups, register it by name "
                       "(tune::register_trainable), call tune::init() first in main, and set spec.trainable");
   }
-  (void)registered;
+  const bool has_setup = !spec.data.is_null() || !spec.preprocess.is_null();
+  if (registered && registered->info.check_setup) {
+    registered->info.check_setup(spec.setup());
+  } else if (has_setup) {
+    throw ConfigError("trainable '" + (registered ? spec.trainable : std::string("(C++ function)")) +
+                      "' takes no data: or preprocess: block");
+  }
   const int slots = available_slots(run);
   const int need = spec.resources.workers * spec.resources.cpus_per_worker;
   if (need > slots) {

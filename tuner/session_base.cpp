@@ -9,7 +9,8 @@ Json TrialStart::to_json() const {
   Json json = {{"experiment", experiment}, {"trainable", trainable},
                {"trial_index", trial_index}, {"trial_dir", trial_dir},
                {"config", config},         {"iteration", iteration},
-               {"cpus", cpus},             {"checkpoint", nullptr}};
+               {"cpus", cpus},             {"checkpoint", nullptr},
+               {"setup", setup}};
   if (checkpoint) json["checkpoint"] = {{"path", checkpoint->path}, {"iteration", checkpoint->iteration}};
   return json;
 }
@@ -23,6 +24,7 @@ TrialStart TrialStart::from_json(const Json& json) {
   start.config = json.at("config");
   start.iteration = json.at("iteration").get<int64_t>();
   start.cpus = json.value("cpus", 1);
+  if (json.contains("setup")) start.setup = json.at("setup");
   const Json& checkpoint = json.at("checkpoint");
   if (!checkpoint.is_null()) {
     start.checkpoint = Checkpoint{checkpoint.at("path").get<std::string>(),

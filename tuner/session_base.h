@@ -17,6 +17,7 @@ struct TrialStart {
   int64_t iteration = 0;  // results already recorded (restored from checkpoint)
   std::optional<Checkpoint> checkpoint;
   int cpus = 1;
+  Json setup;  // SweepSpec::setup()
 
   Json to_json() const;
   static TrialStart from_json(const Json& json);
@@ -36,6 +37,7 @@ class SessionBase : public Session {
   std::string make_checkpoint_dir() override;
   void report(const Json& metrics, const std::string& checkpoint_dir = "") override;
   int cpus() const override { return start_.cpus; }
+  const Json& setup() const override { return start_.setup; }
 
  protected:
   // Sends the result to the driver and returns its decision: "continue" or "stop".

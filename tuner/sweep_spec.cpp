@@ -31,7 +31,7 @@ using internal::yaml_to_json;
 const std::vector<std::string> kTopKeys = {
     "name",      "trainable", "metric", "mode",        "num_samples",        "max_concurrent_trials",
     "resources", "search",    "scheduler", "stop",     "param_space",        "points_to_evaluate",
-    "checkpoint", "failure"};
+    "checkpoint", "failure",   "data",      "preprocess"};
 
 std::string join_list(const std::vector<std::string>& items) {
   std::string out;
@@ -129,6 +129,12 @@ class Parser {
         has_points = true;
       } else if (key == "checkpoint") {
         parse_checkpoint(value, spec.checkpoint);
+      } else if (key == "data") {
+        if (!value.IsMap()) fail(value, "data must be a mapping (path, label, ...), got " + yaml_kind(value));
+        spec.data = yaml_to_json(value);
+      } else if (key == "preprocess") {
+        if (!value.IsSequence()) fail(value, "preprocess must be a list of preprocessors, got " + yaml_kind(value));
+        spec.preprocess = yaml_to_json(value);
       } else if (key == "failure") {
         for (const auto& [k, v] : entries(value, "failure", &kFailureKeys))
           spec.failure.max_failures = static_cast<int>(integer(v, "failure." + k, -1, "an integer >= -1"));
@@ -424,8 +430,12 @@ Json SweepSpec::to_json() const {
            {{"num_to_keep", checkpoint.num_to_keep},
             {"score_attribute", checkpoint.score_attribute},
             {"score_order", checkpoint.score_order}}},
-          {"failure", {{"max_failures", failure.max_failures}}}};
+          {"failure", {{"max_failures", failure.max_failures}}},
+          {"data", data},
+          {"preprocess", preprocess}};
 }
+
+Json SweepSpec::setup() const { return {{"data", data}, {"preprocess", preprocess}}; }
 
 // Missing keys keep their defaults, so JSON written by an older tune still loads.
 SweepSpec SweepSpec::from_json(const Json& json) {
@@ -463,6 +473,8 @@ SweepSpec SweepSpec::from_json(const Json& json) {
     s.checkpoint.score_attribute = c.value("score_attribute", s.checkpoint.score_attribute);
     s.checkpoint.score_order = c.value("score_order", s.checkpoint.score_order);
     s.failure.max_failures = section("failure").value("max_failures", s.failure.max_failures);
+    if (json.contains("data")) s.data = json["data"];
+    if (json.contains("preprocess")) s.preprocess = json["preprocess"];
   } catch (const Json::exception& e) {
     throw ConfigError(std::string("invalid sweep spec JSON: ") + e.what());
   }

@@ -77,6 +77,16 @@ struct SweepSpec {
   std::vector<Json> points_to_evaluate;
   CheckpointOptions checkpoint;
   FailureOptions failure;
+  // What the trainable reads besides its config: the sweep file's `data:`
+  // mapping and `preprocess:` list (e.g. a CSV and its preprocessors for
+  // tabular trainables). Every trial sees them as Session::setup(); the
+  // trainable's TrainableInfo::check_setup checks them before any trial
+  // starts. Default: null (none).
+  Json data;
+  Json preprocess;
+
+  // {"data": data, "preprocess": preprocess}: what Session::setup() returns.
+  Json setup() const;
 
   // Throws ConfigError if inconsistent (mode without metric, bad values...).
   void validate() const;

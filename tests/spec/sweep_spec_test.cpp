@@ -356,3 +356,29 @@ TEST(SweepSpecSearchOptions, BadOptionsPointAtTheSearchBlock) {
 
 }  // namespace
 }  // namespace tune
+
+namespace tune {
+namespace {
+
+TEST(SweepSpecSetup, DataAndPreprocessBlocksReachTheSpecAndSurviveTheStore) {
+  SweepSpec spec = parse_sweep(
+      "trainable: t\nparam_space: {}\ndata: {path: trips.csv, label: tip}\n"
+      "preprocess:\n  - {standard_scaler: [fare]}\n  - {one_hot: [payment]}\n",
+      "sweep.yaml");
+  EXPECT_EQ(spec.data, (Json{{"path", "trips.csv"}, {"label", "tip"}}));
+  EXPECT_EQ(spec.preprocess, (Json::array({{{"standard_scaler", {"fare"}}}, {{"one_hot", {"payment"}}}})));
+  EXPECT_EQ(spec.setup(), (Json{{"data", spec.data}, {"preprocess", spec.preprocess}}));
+  SweepSpec back = SweepSpec::from_json(Json::parse(spec.to_json().dump()));
+  EXPECT_EQ(back.setup(), spec.setup());
+  EXPECT_TRUE(SweepSpec().setup()["data"].is_null());
+}
+
+TEST(SweepSpecSetup, DataMustBeAMappingAndPreprocessAList) {
+  const std::string head = "trainable: t\nparam_space: {}\n";
+  EXPECT_EQ(error_of(head + "data: trips.csv\n"), "sweep.yaml:3: data must be a mapping (path, label, ...), got 'trips.csv'");
+  EXPECT_EQ(error_of(head + "preprocess: {standard_scaler: [a]}\n"),
+            "sweep.yaml:3: preprocess must be a list of preprocessors, got a mapping");
+}
+
+}  // namespace
+}  // namespace tune

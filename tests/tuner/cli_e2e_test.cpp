@@ -131,7 +131,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadSweep{"trainable: branin\nsearch: {algorithm: bayez}\nparam_space: {}\n", "bad.yaml:2:"},
         BadSweep{"trainable: branin\nmetric: loss\nparam_space: {}\n", "mode"},
         BadSweep{"trainable: branin\nparam_space:\n  x: {choice: []}\n", "bad.yaml:3:"},
-        BadSweep{"trainable: branin\nresources: {workers: 64}\nparam_space: {}\n", "slots"}));
+        BadSweep{"trainable: branin\nresources: {workers: 64}\nparam_space: {}\n", "slots"},
+        BadSweep{"trainable: branin\ndata: {path: x.csv}\nparam_space: {}\n",
+                 "trainable 'branin' takes no data: or preprocess: block"}));
 
 TEST(CliBadInputFile, MissingFileIsAOneLineError) {
   TempDir dir;
