@@ -61,13 +61,13 @@ class AshaScheduler : public Scheduler {
     time_attr_ = p.string("time_attr", "training_iteration");
     metric_ = p.metric(metric);
     sign_ = p.mode(mode) == "max" ? 1.0 : -1.0;
-    max_t_ = p.number("max_t", 100, 0, false);
-    grace_ = p.number("grace_period", 1, 0, false);
-    rf_ = p.number("reduction_factor", 4, 1, false);
-    const int64_t brackets = p.integer("brackets", 1, 1);
+    max_t_ = p.number("max_t", 100, Bound::above(0));
+    grace_ = p.number("grace_period", 1, Bound::above(0));
+    rf_ = p.number("reduction_factor", 4, Bound::above(1));
+    const int64_t brackets = p.whole_number("brackets", 1, 1);
     stop_last_ = p.boolean("stop_last_trials", true);
     promotion_ = p.boolean("promotion", false);
-    if (grace_ > max_t_) p.fail("grace_period", "must be <= max_t (" + internal::num(max_t_) + ")");
+    if (grace_ > max_t_) p.fail("grace_period", "must be <= max_t (" + short_number(max_t_) + ")");
     for (int64_t s = 0; s < brackets; ++s) {
       std::vector<double> milestones = asha_milestones(grace_, rf_, max_t_, static_cast<int>(s));
       if (milestones.empty()) break;  // grace * rf^s beyond max_t: no more brackets

@@ -39,8 +39,8 @@ class HyperBandScheduler : public Scheduler {
     time_attr_ = p.string("time_attr", "training_iteration");
     metric_ = p.metric(metric);
     sign_ = p.mode(mode) == "max" ? 1.0 : -1.0;
-    max_t_ = p.number("max_t", 81, 0, false);
-    rf_ = p.number("reduction_factor", 3, 1, false);
+    max_t_ = p.number("max_t", 81, Bound::above(0));
+    rf_ = p.number("reduction_factor", 3, Bound::above(1));
     stop_last_ = p.boolean("stop_last_trials", true);
     band_ = hyperband_brackets(max_t_, rf_);
   }

@@ -24,9 +24,9 @@ class MedianStoppingRule : public Scheduler {
     time_attr_ = p.string("time_attr", "time_total_s");
     metric_ = p.metric(metric);
     sign_ = p.mode(mode) == "max" ? 1.0 : -1.0;
-    grace_ = p.number("grace_period", 60, 0, true);
-    min_samples_ = p.integer("min_samples_required", 3, 1);
-    min_slice_ = p.number("min_time_slice", 0, 0, true);
+    grace_ = p.number("grace_period", 60, Bound::at_least(0));
+    min_samples_ = p.whole_number("min_samples_required", 3, 1);
+    min_slice_ = p.number("min_time_slice", 0, Bound::at_least(0));
     if (!p.boolean("hard_stop", true))
       p.fail("hard_stop", "must be true (pausing instead of stopping is not supported: a paused trial would only be judged again)");
   }

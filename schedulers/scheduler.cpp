@@ -1,8 +1,8 @@
 #include "schedulers/scheduler.h"
 
 #include "schedulers/scheduler_factory.h"
-#include "search/edit_distance.h"
-#include "tuner/error.h"
+#include "base/names.h"
+#include "base/error.h"
 
 namespace tune {
 
@@ -18,14 +18,10 @@ std::unique_ptr<Scheduler> make_scheduler(const std::string& type, const Json& p
   if (type == "asha" || type == "async_hyperband") return internal::make_asha(params, metric, mode);
   if (type == "hyperband") return internal::make_hyperband(params, metric, mode);
   if (type == "median_stopping" || type == "median_stopping_rule") return internal::make_median_stopping(params, metric, mode);
-  if (type == "pbt") return internal::make_pbt(params, metric, mode, false);
-  if (type == "pb2") return internal::make_pbt(params, metric, mode, true);
-  std::string list;
-  for (const auto& n : scheduler_names()) list += (list.empty() ? "" : ", ") + n;
-  std::string message = "unknown scheduler '" + type + "'";
-  std::string hint = internal::closest_match_impl(type, scheduler_names());
-  if (!hint.empty()) message += " (did you mean '" + hint + "'?)";
-  throw ConfigError(message + "; expected one of " + list);
+  if (type == "pbt") return internal::make_pbt(params, metric, mode);
+  if (type == "pb2") return internal::make_pb2(params, metric, mode);
+  throw ConfigError::at("scheduler", "unknown scheduler '" + type + "'" + did_you_mean(type, scheduler_names()) +
+                                         "; expected one of " + join_names(scheduler_names()));
 }
 
 }  // namespace tune

@@ -31,11 +31,9 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include "base/json.h"
 
 namespace tune {
-
-using Json = nlohmann::json;
 
 enum class TrialAction { kContinue, kStop, kPause, kExploit };
 

@@ -4,7 +4,7 @@
 #include <random>
 
 #include "search/searcher.h"
-#include "tuner/error.h"
+#include "base/error.h"
 
 namespace tune {
 namespace {

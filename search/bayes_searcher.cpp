@@ -15,9 +15,9 @@
 #include <nlopt.hpp>
 
 #include "search/gp.h"
-#include "search/model_space.h"
+#include "search/model_searcher.h"
 #include "search/sobol.h"
-#include "tuner/error.h"
+#include "base/error.h"
 
 namespace tune::internal {
 namespace {
@@ -80,83 +80,127 @@ struct Acquisition {
   }
 };
 
-class BayesSearcher : public Searcher {
+// The best value of the acquisition, by bounded L-BFGS over the continuous
+// coordinates `free` from `start`; returns (value, point).
+std::pair<double, std::vector<double>> refine_acquisition(const GaussianProcess& gp, const Acquisition& acq,
+                                                          const std::vector<double>& start,
+                                                          const std::vector<size_t>& free, double best,
+                                                          int64_t evaluations) {
+  struct Ctx {
+    const GaussianProcess* gp;
+    const Acquisition* acq;
+    const std::vector<size_t>* free;
+    std::vector<double> base;
+    double best;
+    double best_value = -std::numeric_limits<double>::infinity();
+    std::vector<double> best_point;
+  } ctx{&gp, &acq, &free, start, best, -std::numeric_limits<double>::infinity(), start};
+  auto objective = [](const std::vector<double>& z, std::vector<double>& grad, void* data) -> double {
+    auto* c = static_cast<Ctx*>(data);
+    std::vector<double> u = c->base;
+    for (size_t k = 0; k < c->free->size(); ++k) u[(*c->free)[k]] = z[k];
+    double mu = 0, var = 0;
+    std::vector<double> gm, gv;
+    c->gp->predict_with_gradient(u, &mu, &var, grad.empty() ? nullptr : &gm, grad.empty() ? nullptr : &gv);
+    const double sd = std::sqrt(var);
+    double dmu = 0, dsd = 0;
+    double v = (*c->acq)(mu, sd, c->best, grad.empty() ? nullptr : &dmu, grad.empty() ? nullptr : &dsd);
+    if (!std::isfinite(v)) v = -1e300;
+    if (v > c->best_value) {
+      c->best_value = v;
+      c->best_point = u;
+    }
+    for (size_t k = 0; k < grad.size(); ++k) {
+      const size_t j = (*c->free)[k];
+      double g = dmu * gm[j] + dsd * gv[j] / (2.0 * std::max(sd, 1e-300));
+      grad[k] = std::isfinite(g) ? -g : 0.0;
+    }
+    return -v;
+  };
+  nlopt::opt opt(nlopt::LD_LBFGS, static_cast<unsigned>(free.size()));
+  opt.set_lower_bounds(std::vector<double>(free.size(), 0.0));
+  opt.set_upper_bounds(std::vector<double>(free.size(), 1.0));
+  opt.set_min_objective(objective, &ctx);
+  opt.set_maxeval(static_cast<int>(evaluations));
+  opt.set_xtol_rel(1e-6);
+  std::vector<double> z;
+  for (size_t j : free) z.push_back(start[j]);
+  double f = 0;
+  try {
+    opt.optimize(z, f);
+  } catch (const std::exception&) {
+    // keep the best point seen
+  }
+  return {ctx.best_value, ctx.best_point};
+}
+
+class BayesSearcher : public ModelSearcher {
  public:
   BayesSearcher(const SearchOptions& options, uint64_t seed, const SearchSpace& space, std::vector<Json> points,
                 int64_t total)
-      : seed_(seed),
-        metric_(options.metric),
-        mode_(options.mode),
-        space_(space, "bayes"),
-        points_(std::move(points)),
-        total_(total) {
-    const Json& p = options.params;
-    check_param_keys(p, kBayesKeys, "bayes");
+      : ModelSearcher(options, seed, space, std::move(points), total, "bayes") {
+    const OptionReader p = search_option_reader(options.params, kBayesKeys, "bayes");
     const int64_t d = space_.unit_dims();
-    n_initial_ = param_int(p, "n_initial_points", std::clamp<int64_t>(2 * (d + 1), 5, 20), 1, 1000000);
-    acq_.kind = param_choice(p, "acquisition", "log-ei", {"log-ei", "ei", "ucb", "pi"});
-    acq_.xi = param_double(p, "xi", 0.0, 0.0, 1e300);
-    acq_.kappa = param_double(p, "kappa", 2.0, 0.0, 1e300);
-    parallel_ = param_choice(p, "parallel", "kriging_believer", {"kriging_believer", "cl_min", "cl_mean", "cl_max"});
-    n_candidates_ = param_int(p, "n_candidates", 512, 1, 1000000);
-    n_refine_ = param_int(p, "n_refine", 4, 0, 1000);
-    refine_evaluations_ = param_int(p, "refine_evaluations", 30, 1, 100000);
-    gp_options_.restarts = static_cast<int>(param_int(p, "gp_restarts", 3, 0, 1000));
+    n_initial_ = p.integer_in("n_initial_points", std::clamp<int64_t>(2 * (d + 1), 5, 20), 1, 1000000);
+    acq_.kind = p.string("acquisition", "log-ei", {"log-ei", "ei", "ucb", "pi"});
+    acq_.xi = p.number_in("xi", 0.0, 0.0, 1e300);
+    acq_.kappa = p.number_in("kappa", 2.0, 0.0, 1e300);
+    parallel_ = p.string("parallel", "kriging_believer", {"kriging_believer", "cl_min", "cl_mean", "cl_max"});
+    n_candidates_ = p.integer_in("n_candidates", 512, 1, 1000000);
+    n_refine_ = p.integer_in("n_refine", 4, 0, 1000);
+    refine_evaluations_ = p.integer_in("refine_evaluations", 30, 1, 100000);
+    gp_options_.restarts = static_cast<int>(p.integer_in("gp_restarts", 3, 0, 1000));
     gp_options_.warm_start = false;  // fits must not depend on history (exact resume)
     gp_options_.max_restart_points = 64;
-    early_stopped_ = param_choice(p, "early_stopped", "rank_below", {"rank_below", "as_is"});
-    min_pending_distance_ = param_double(p, "min_pending_distance", 0.01, 0.0, 1.0);
-    max_fit_points_ = param_int(p, "max_fit_points", 300, 10, 100000);
-  }
-
-  std::optional<Json> suggest(int64_t i) override {
-    if (i < 0 || i >= total_) return std::nullopt;
-    suggested_ = std::max(suggested_, i + 1);
-    Json config = propose(i);
-    configs_[i] = config;
-    return config;
-  }
-
-  void on_complete(const Observation& o) override {
-    finished_[o.trial_index] = o;
-    configs_[o.trial_index] = o.config;
-  }
-
-  int64_t total() const override { return total_; }
-
-  void restore(int64_t suggested, const std::vector<Observation>& observations) override {
-    suggested_ = suggested;
-    for (const auto& o : observations) {
-      configs_[o.trial_index] = o.config;
-      if (!o.running) finished_[o.trial_index] = o;
-    }
+    early_stopped_ = p.string("early_stopped", "rank_below", {"rank_below", "as_is"});
+    min_pending_distance_ = p.number_in("min_pending_distance", 0.01, 0.0, 1.0);
+    max_fit_points_ = p.integer_in("max_fit_points", 300, 10, 100000);
   }
 
  private:
-  Json propose(int64_t i) {
-    const int64_t n_points = static_cast<int64_t>(points_.size());
-    if (i < n_points) {
-      auto rng = make_rng(seed_, 1, static_cast<uint64_t>(i));
-      return space_.space().resolve(0, rng, points_[static_cast<size_t>(i)]);
-    }
+  // The model's data: ok trials (stopped ones ranked below full-budget
+  // ones), then failed ones at the worst value seen; in trial order.
+  struct Data {
+    std::vector<int64_t> indices;
+    std::vector<std::vector<double>> x;
+    std::vector<double> y;
+    int n_ok = 0;
+    double best = std::numeric_limits<double>::infinity();
+  };
+
+  Json propose(int64_t i) override {
     const int d = space_.unit_dims();
     if (d == 0) return space_.decode({});
-    std::vector<Observation> finished;
-    for (const auto& [index, o] : finished_) finished.push_back(o);
-    std::vector<ScoredTrial> scored = score_trials(finished, metric_, mode_);
-    // Model data: ok trials (stopped ones ranked below full-budget ones), then
-    // failed ones at the worst value seen.
+    Data data = model_data();
+    std::vector<std::vector<double>> taken = data.x;  // points that must not be suggested again
+    std::vector<std::vector<double>> pending;
+    for (const auto& [index, config] : running(i)) {
+      if (auto u = space_.encode(*config)) {
+        pending.push_back(*u);
+        taken.push_back(*u);
+      }
+    }
+    pending_now_ = pending;
+    const int64_t n_points = static_cast<int64_t>(points().size());
+    const SobolSequence design(d, seed_ ^ 0x5eed5eedULL);
+    const uint64_t design_index = static_cast<uint64_t>(i - n_points);
+    if (i - n_points < n_initial_ || data.n_ok < 2) return fresh_design_point(design, design_index, taken);
+    refit(data);
+    GaussianProcess gp(gp_options_);
+    condition(gp, data, pending);
+    Json config = maximize_acquisition(gp, data, taken, i);
+    return config.is_null() ? fresh_design_point(design, design_index, taken) : config;
+  }
+
+  Data model_data() const {
+    std::vector<ScoredTrial> scored = score_trials(finished(), metric_, mode_);
     double worst = -std::numeric_limits<double>::infinity(), worst_full = worst;
     for (const auto& t : scored)
       if (t.ok) {
         worst = std::max(worst, t.loss);
         if (!t.below_full_budget) worst_full = std::max(worst_full, t.loss);
       }
-    std::vector<int64_t> indices;
-    std::vector<std::vector<double>> x;
-    std::vector<double> y;
-    int n_ok = 0;
-    double best = std::numeric_limits<double>::infinity();
+    Data data;
     for (const auto& t : scored) {
       auto u = space_.encode(t.config);
       if (!u) continue;
@@ -164,68 +208,61 @@ class BayesSearcher : public Searcher {
       if (t.ok) {
         value = t.loss;
         if (t.below_full_budget && early_stopped_ == "rank_below") value = std::max(value, worst_full);
-        ++n_ok;
-        best = std::min(best, value);
+        ++data.n_ok;
+        data.best = std::min(data.best, value);
       } else if (std::isfinite(worst)) {
         value = worst;
       } else {
         continue;
       }
-      indices.push_back(t.index);
-      x.push_back(std::move(*u));
-      y.push_back(value);
+      data.indices.push_back(t.index);
+      data.x.push_back(std::move(*u));
+      data.y.push_back(value);
     }
-    std::vector<std::vector<double>> taken = x;  // points that must not be suggested again
-    std::vector<std::vector<double>> pending;
-    for (const auto& [index, config] : configs_) {
-      if (finished_.count(index) || index == i) continue;
-      if (auto u = space_.encode(config)) {
-        pending.push_back(*u);
-        taken.push_back(*u);
-      }
-    }
-    pending_now_ = pending;
-    const SobolSequence design(d, seed_ ^ 0x5eed5eedULL);
-    const uint64_t design_index = static_cast<uint64_t>(i - n_points);
-    if (i - n_points < n_initial_ || n_ok < 2) return fresh_design_point(design, design_index, taken);
+    return data;
+  }
 
-    // Hyperparameters: fitted on the first refit_size(n) data points, cached.
-    const int64_t n_fit = refit_size(static_cast<int64_t>(x.size()));
+  // Hyperparameters: fitted on the first refit_size(n) data points, cached.
+  void refit(const Data& data) {
+    const int64_t n_fit = refit_size(static_cast<int64_t>(data.x.size()));
     std::vector<std::pair<int64_t, double>> key;
-    for (int64_t k = 0; k < n_fit; ++k) key.emplace_back(indices[static_cast<size_t>(k)], y[static_cast<size_t>(k)]);
-    if (key != fit_key_) {
-      // At most max_fit_points (the latest of the prefix) enter the fit: its
-      // cost grows as n^3 per likelihood evaluation.
-      const int64_t first = std::max<int64_t>(0, n_fit - max_fit_points_);
-      GaussianProcess fit_gp(gp_options_);
-      fit_gp.fit(std::vector<std::vector<double>>(x.begin() + first, x.begin() + n_fit),
-                 std::vector<double>(y.begin() + first, y.begin() + n_fit),
-                 seed_ ^ (static_cast<uint64_t>(n_fit) * 0x9e3779b97f4a7c15ULL));
-      hyper_ = fit_gp.hyperparameters();
-      fit_key_ = key;
+    for (int64_t k = 0; k < n_fit; ++k)
+      key.emplace_back(data.indices[static_cast<size_t>(k)], data.y[static_cast<size_t>(k)]);
+    if (key == fit_key_) return;
+    // At most max_fit_points (the latest of the prefix) enter the fit: its
+    // cost grows as n^3 per likelihood evaluation.
+    const int64_t first = std::max<int64_t>(0, n_fit - max_fit_points_);
+    GaussianProcess fit_gp(gp_options_);
+    fit_gp.fit(std::vector<std::vector<double>>(data.x.begin() + first, data.x.begin() + n_fit),
+               std::vector<double>(data.y.begin() + first, data.y.begin() + n_fit),
+               seed_ ^ (static_cast<uint64_t>(n_fit) * 0x9e3779b97f4a7c15ULL));
+    hyper_ = fit_gp.hyperparameters();
+    fit_key_ = key;
+  }
+
+  // The GP on the data plus the pending points at fantasy values (kriging
+  // believer: the model's own mean; constant liar: min/mean/max of y).
+  void condition(GaussianProcess& gp, Data& data, const std::vector<std::vector<double>>& pending) const {
+    gp.set_data(data.x, data.y, hyper_);
+    if (pending.empty()) return;
+    std::vector<double> fantasy;
+    const auto& y = data.y;
+    if (parallel_ == "kriging_believer") {
+      gp.predict_batch(pending, &fantasy, nullptr);
+    } else {
+      double v = parallel_ == "cl_min" ? *std::min_element(y.begin(), y.end())
+                 : parallel_ == "cl_max" ? *std::max_element(y.begin(), y.end())
+                                         : std::accumulate(y.begin(), y.end(), 0.0) / static_cast<double>(y.size());
+      fantasy.assign(pending.size(), v);
     }
-    GaussianProcess gp(gp_options_);
-    gp.set_data(x, y, hyper_);
-    if (!pending.empty()) {
-      std::vector<double> fantasy;
-      if (parallel_ == "kriging_believer") {
-        gp.predict_batch(pending, &fantasy, nullptr);
-      } else {
-        double v = parallel_ == "cl_min" ? *std::min_element(y.begin(), y.end())
-                   : parallel_ == "cl_max" ? *std::max_element(y.begin(), y.end())
-                                           : std::accumulate(y.begin(), y.end(), 0.0) / static_cast<double>(y.size());
-        fantasy.assign(pending.size(), v);
-      }
-      auto xa = x;
-      auto ya = y;
-      xa.insert(xa.end(), pending.begin(), pending.end());
-      ya.insert(ya.end(), fantasy.begin(), fantasy.end());
-      gp.set_data(xa, ya, hyper_);
-      // The fantasies count as observed: a believed value below the best
-      // must not leave improvement to chase around its own point.
-      for (double v : fantasy) best = std::min(best, v);
-    }
-    return maximize_acquisition(gp, best, x, y, taken, design, design_index, i);
+    auto xa = data.x;
+    auto ya = y;
+    xa.insert(xa.end(), pending.begin(), pending.end());
+    ya.insert(ya.end(), fantasy.begin(), fantasy.end());
+    gp.set_data(xa, ya, hyper_);
+    // The fantasies count as observed: a believed value below the best
+    // must not leave improvement to chase around its own point.
+    for (double v : fantasy) data.best = std::min(data.best, v);
   }
 
   // The design point, moved along the sequence while it repeats a taken point
@@ -256,23 +293,20 @@ class BayesSearcher : public Searcher {
     return false;
   }
 
-  Json maximize_acquisition(const GaussianProcess& gp, double best, const std::vector<std::vector<double>>& x,
-                            const std::vector<double>& y, const std::vector<std::vector<double>>& taken,
-                            const SobolSequence& design, uint64_t design_index, int64_t i) {
+  // Candidates: a scrambled Sobol set plus perturbations of the best points.
+  std::vector<std::vector<double>> candidate_points(const Data& data, std::mt19937_64& rng) const {
     const int d = space_.unit_dims();
-    auto rng = make_rng(seed_, 2, static_cast<uint64_t>(i));
-    // Candidates: a scrambled Sobol set plus perturbations of the best points.
     std::vector<std::vector<double>> candidates;
     const SobolSequence sobol(d, rng());
     for (const auto& u : sobol.points(0, static_cast<size_t>(n_candidates_))) candidates.push_back(space_.snap_unit(u));
+    const auto& y = data.y;
     std::vector<size_t> order(y.size());
     std::iota(order.begin(), order.end(), 0);
     std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return y[a] < y[b] || (y[a] == y[b] && a < b); });
     std::normal_distribution<double> step(0.0, 0.1);
-    const auto& mask = space_.continuous_mask();
     for (size_t r = 0; r < std::min<size_t>(5, order.size()); ++r) {
       for (int k = 0; k < 20; ++k) {
-        std::vector<double> u = x[order[r]];
+        std::vector<double> u = data.x[order[r]];
         const double scale = k < 10 ? 1.0 : 0.1;
         for (int j = 0; j < d; ++j)
           u[static_cast<size_t>(j)] = std::clamp(u[static_cast<size_t>(j)] + scale * step(rng), 0.0, 1.0);
@@ -281,88 +315,47 @@ class BayesSearcher : public Searcher {
         candidates.push_back(space_.snap_unit(u));
       }
     }
+    return candidates;
+  }
+
+  // The best untaken point by the acquisition: candidates scored in one
+  // batch, the best few refined by L-BFGS on their continuous coordinates.
+  // Null when every candidate is taken.
+  Json maximize_acquisition(const GaussianProcess& gp, const Data& data, const std::vector<std::vector<double>>& taken,
+                            int64_t i) {
+    auto rng = make_rng(seed_, 2, static_cast<uint64_t>(i));
+    const std::vector<std::vector<double>> candidates = candidate_points(data, rng);
     std::vector<double> means, variances;
     gp.predict_batch(candidates, &means, &variances);
     std::vector<double> values(candidates.size());
     for (size_t c = 0; c < candidates.size(); ++c) {
-      double v = acq_(means[c], std::sqrt(variances[c]), best, nullptr, nullptr);
+      double v = acq_(means[c], std::sqrt(variances[c]), data.best, nullptr, nullptr);
       values[c] = std::isfinite(v) ? v : -std::numeric_limits<double>::infinity();
     }
     std::vector<size_t> ranked(candidates.size());
     std::iota(ranked.begin(), ranked.end(), 0);
     std::stable_sort(ranked.begin(), ranked.end(), [&](size_t a, size_t b) { return values[a] > values[b]; });
 
-    // Refinement: bounded L-BFGS on the continuous coordinates of the best
-    // distinct candidates.
     std::vector<size_t> free;
-    for (int j = 0; j < d; ++j)
-      if (mask[static_cast<size_t>(j)]) free.push_back(static_cast<size_t>(j));
+    const auto& mask = space_.continuous_mask();
+    for (size_t j = 0; j < mask.size(); ++j)
+      if (mask[j]) free.push_back(j);
     std::vector<std::pair<double, std::vector<double>>> finals;
     int refined = 0;
     for (size_t r = 0; r < ranked.size() && refined < n_refine_ && !free.empty(); ++r) {
       const auto& start = candidates[ranked[r]];
       if (is_taken(start, taken)) continue;
       ++refined;
-      struct Ctx {
-        const GaussianProcess* gp;
-        const Acquisition* acq;
-        const std::vector<size_t>* free;
-        std::vector<double> base;
-        double best;
-        double best_value = -std::numeric_limits<double>::infinity();
-        std::vector<double> best_point;
-      } ctx{&gp, &acq_, &free, start, best, -std::numeric_limits<double>::infinity(), start};
-      auto objective = [](const std::vector<double>& z, std::vector<double>& grad, void* data) -> double {
-        auto* c = static_cast<Ctx*>(data);
-        std::vector<double> u = c->base;
-        for (size_t k = 0; k < c->free->size(); ++k) u[(*c->free)[k]] = z[k];
-        double mu = 0, var = 0;
-        std::vector<double> gm, gv;
-        c->gp->predict_with_gradient(u, &mu, &var, grad.empty() ? nullptr : &gm, grad.empty() ? nullptr : &gv);
-        const double sd = std::sqrt(var);
-        double dmu = 0, dsd = 0;
-        double v = (*c->acq)(mu, sd, c->best, grad.empty() ? nullptr : &dmu, grad.empty() ? nullptr : &dsd);
-        if (!std::isfinite(v)) v = -1e300;
-        if (v > c->best_value) {
-          c->best_value = v;
-          c->best_point = u;
-        }
-        for (size_t k = 0; k < grad.size(); ++k) {
-          const size_t j = (*c->free)[k];
-          double g = dmu * gm[j] + dsd * gv[j] / (2.0 * std::max(sd, 1e-300));
-          grad[k] = std::isfinite(g) ? -g : 0.0;
-        }
-        return -v;
-      };
-      nlopt::opt opt(nlopt::LD_LBFGS, static_cast<unsigned>(free.size()));
-      opt.set_lower_bounds(std::vector<double>(free.size(), 0.0));
-      opt.set_upper_bounds(std::vector<double>(free.size(), 1.0));
-      opt.set_min_objective(objective, &ctx);
-      opt.set_maxeval(static_cast<int>(refine_evaluations_));
-      opt.set_xtol_rel(1e-6);
-      std::vector<double> z;
-      for (size_t j : free) z.push_back(start[j]);
-      double f = 0;
-      try {
-        opt.optimize(z, f);
-      } catch (const std::exception&) {
-        // keep the best point seen
-      }
-      finals.emplace_back(ctx.best_value, space_.snap_unit(ctx.best_point));
+      auto [value, point] = refine_acquisition(gp, acq_, start, free, data.best, refine_evaluations_);
+      finals.emplace_back(value, space_.snap_unit(point));
     }
     for (size_t r : ranked) finals.emplace_back(values[r], candidates[r]);
     std::stable_sort(finals.begin(), finals.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
     for (const auto& [value, u] : finals)
       if (std::isfinite(value) && !is_taken(u, taken)) return space_.decode(u);
-    return fresh_design_point(design, design_index, taken);
+    return nullptr;
   }
 
-  uint64_t seed_;
-  std::string metric_, mode_;
-  ModelSpace space_;
-  std::vector<Json> points_;
-  int64_t total_;
-  int64_t suggested_ = 0;
   int64_t n_initial_ = 10;
   Acquisition acq_;
   std::string parallel_, early_stopped_;
@@ -371,8 +364,6 @@ class BayesSearcher : public Searcher {
   double min_pending_distance_ = 0.01;
   int64_t max_fit_points_ = 300;
   std::vector<std::vector<double>> pending_now_;  // during propose(): pending points (unit cube)
-  std::map<int64_t, Json> configs_;         // every suggested (or restored) config
-  std::map<int64_t, Observation> finished_;  // finished trials
   std::vector<std::pair<int64_t, double>> fit_key_;
   GpHyperparameters hyper_;
 };

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <limits>
 
-#include "tuner/error.h"
+#include "base/error.h"
 
 namespace tune {
 namespace {

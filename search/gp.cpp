@@ -10,7 +10,7 @@
 #include <Eigen/Dense>
 #include <nlopt.hpp>
 
-#include "tuner/error.h"
+#include "base/error.h"
 
 namespace tune {
 namespace {
@@ -216,101 +216,112 @@ GaussianProcess& GaussianProcess::operator=(const GaussianProcess& other) {
 GaussianProcess::GaussianProcess(GaussianProcess&&) noexcept = default;
 GaussianProcess& GaussianProcess::operator=(GaussianProcess&&) noexcept = default;
 
-void GaussianProcess::fit(const std::vector<std::vector<double>>& x, const std::vector<double>& y, uint64_t seed) {
-  std::vector<double> previous;
-  if (impl_->fitted && static_cast<int>(impl_->hyper.lengthscales.size()) == static_cast<int>(x.empty() ? 0 : x[0].size()))
-    previous = pack(impl_->hyper);
-  impl_->set(x, y);
-  const int d = impl_->d;
-  const size_t p = static_cast<size_t>(d) + 3;
-  const GpOptions& o = options_;
-  std::vector<double> lb(p), ub(p);
-  for (int j = 0; j < d; ++j) {
-    lb[static_cast<size_t>(j)] = std::log(o.min_lengthscale);
-    ub[static_cast<size_t>(j)] = std::log(o.max_lengthscale);
-  }
-  lb[static_cast<size_t>(d)] = std::log(o.min_signal_variance);
-  ub[static_cast<size_t>(d)] = std::log(o.max_signal_variance);
-  if (o.fixed_noise_variance > 0) {
-    lb[static_cast<size_t>(d) + 1] = ub[static_cast<size_t>(d) + 1] = std::log(o.fixed_noise_variance);
-  } else {
-    lb[static_cast<size_t>(d) + 1] = std::log(o.min_noise_variance);
-    ub[static_cast<size_t>(d) + 1] = std::log(o.max_noise_variance);
-  }
-  lb[static_cast<size_t>(d) + 2] = -5;
-  ub[static_cast<size_t>(d) + 2] = 5;
-  auto clamp = [&](std::vector<double> v) {
-    for (size_t i = 0; i < p; ++i) v[i] = std::clamp(v[i], lb[i], ub[i]);
+namespace {
+
+// The box the hyperparameters (log lengthscales, log signal variance, log
+// noise variance, mean) are fitted in.
+struct Box {
+  std::vector<double> lb, ub;
+  std::vector<double> clamp(std::vector<double> v) const {
+    for (size_t i = 0; i < v.size(); ++i) v[i] = std::clamp(v[i], lb[i], ub[i]);
     return v;
-  };
-  // Priors (Hvarfner et al. 2024, as in BoTorch): log l ~ N(sqrt2 + log(d)/2, 3);
-  // log n2 ~ N(-8, 3^2) (a quiet default for mostly deterministic metrics).
-  const double l_mu = std::sqrt(2.0) + 0.5 * std::log(static_cast<double>(d)), l_var = 3.0;
-  const double n_mu = -8.0, n_var = 9.0;
-  const bool priors = o.use_priors;
+  }
+};
 
-  struct Best {
-    double value = -std::numeric_limits<double>::infinity();
-    std::vector<double> theta;
-  } best;
-  struct Ctx {
-    const Impl* impl;
-    int d;
-    bool priors;
-    double l_mu, l_var, n_mu, n_var;
-    Best* best;
-  } ctx{impl_.get(), d, priors, l_mu, l_var, n_mu, n_var, &best};
-  auto objective = [](const std::vector<double>& theta, std::vector<double>& grad, void* data) -> double {
-    auto* c = static_cast<Ctx*>(data);
-    std::vector<double> g;
-    double v = c->impl->evaluate(theta, grad.empty() ? nullptr : &g);
-    if (c->priors) {
-      for (int j = 0; j < c->d; ++j) {
-        double z = theta[static_cast<size_t>(j)] - c->l_mu;
-        v -= 0.5 * z * z / c->l_var;
-        if (!g.empty()) g[static_cast<size_t>(j)] -= z / c->l_var;
-      }
-      double z = theta[static_cast<size_t>(c->d) + 1] - c->n_mu;
-      v -= 0.5 * z * z / c->n_var;
-      if (!g.empty()) g[static_cast<size_t>(c->d) + 1] -= z / c->n_var;
-    }
-    if (!std::isfinite(v)) v = -1e30;
-    if (v > c->best->value) {
-      c->best->value = v;
-      c->best->theta = theta;
-    }
-    if (!grad.empty())
-      for (size_t i = 0; i < grad.size(); ++i) grad[i] = std::isfinite(g[i]) ? -g[i] : 0.0;
-    return -v;  // NLopt minimizes
-  };
+Box hyper_box(const GpOptions& o, int d) {
+  const size_t p = static_cast<size_t>(d) + 3, di = static_cast<size_t>(d);
+  Box box{std::vector<double>(p), std::vector<double>(p)};
+  for (size_t j = 0; j < di; ++j) {
+    box.lb[j] = std::log(o.min_lengthscale);
+    box.ub[j] = std::log(o.max_lengthscale);
+  }
+  box.lb[di] = std::log(o.min_signal_variance);
+  box.ub[di] = std::log(o.max_signal_variance);
+  if (o.fixed_noise_variance > 0) {
+    box.lb[di + 1] = box.ub[di + 1] = std::log(o.fixed_noise_variance);
+  } else {
+    box.lb[di + 1] = std::log(o.min_noise_variance);
+    box.ub[di + 1] = std::log(o.max_noise_variance);
+  }
+  box.lb[di + 2] = -5;
+  box.ub[di + 2] = 5;
+  return box;
+}
 
+// A default start, the previous fit (warm start), and random restarts.
+std::vector<std::vector<double>> start_points(const GpOptions& o, int d, const Box& box,
+                                              const std::vector<double>& previous, uint64_t seed) {
+  const size_t p = static_cast<size_t>(d) + 3, di = static_cast<size_t>(d);
   std::vector<std::vector<double>> starts;
   std::vector<double> start0(p);
-  for (int j = 0; j < d; ++j) start0[static_cast<size_t>(j)] = std::log(0.5);
-  start0[static_cast<size_t>(d)] = 0.0;
-  start0[static_cast<size_t>(d) + 1] = std::log(1e-3);
-  start0[static_cast<size_t>(d) + 2] = 0.0;
-  starts.push_back(clamp(start0));
-  if (o.warm_start && !previous.empty()) starts.push_back(clamp(previous));
+  for (size_t j = 0; j < di; ++j) start0[j] = std::log(0.5);
+  start0[di] = 0.0;
+  start0[di + 1] = std::log(1e-3);
+  start0[di + 2] = 0.0;
+  starts.push_back(box.clamp(start0));
+  if (o.warm_start && !previous.empty()) starts.push_back(box.clamp(previous));
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> u(0.0, 1.0);
   for (int r = 0; r < o.restarts; ++r) {
     std::vector<double> s(p);
-    for (int j = 0; j < d; ++j) s[static_cast<size_t>(j)] = std::log(0.05) + u(rng) * (std::log(4.0) - std::log(0.05));
-    s[static_cast<size_t>(d)] = std::log(0.2) + u(rng) * (std::log(5.0) - std::log(0.2));
-    s[static_cast<size_t>(d) + 1] = std::log(1e-6) + u(rng) * (std::log(0.1) - std::log(1e-6));
-    s[static_cast<size_t>(d) + 2] = -1.0 + 2.0 * u(rng);
-    starts.push_back(clamp(s));
+    for (size_t j = 0; j < di; ++j) s[j] = std::log(0.05) + u(rng) * (std::log(4.0) - std::log(0.05));
+    s[di] = std::log(0.2) + u(rng) * (std::log(5.0) - std::log(0.2));
+    s[di + 1] = std::log(1e-6) + u(rng) * (std::log(0.1) - std::log(1e-6));
+    s[di + 2] = -1.0 + 2.0 * u(rng);
+    starts.push_back(box.clamp(s));
   }
-  auto optimize = [&](const Impl* data, std::vector<std::vector<double>> from) {
-    best = Best{};
-    ctx.impl = data;
-    for (auto& s : from) {
-      nlopt::opt opt(nlopt::LD_LBFGS, static_cast<unsigned>(p));
-      opt.set_lower_bounds(lb);
-      opt.set_upper_bounds(ub);
-      opt.set_min_objective(objective, &ctx);
-      opt.set_maxeval(std::max(1, o.max_evaluations));
+  return starts;
+}
+
+// The log marginal likelihood plus the log priors (Hvarfner et al. 2024, as
+// in BoTorch: log l ~ N(sqrt2 + log(d)/2, 3); log n2 ~ N(-8, 3^2), a quiet
+// default for mostly deterministic metrics), keeping the best point seen.
+struct Posterior {
+  const GaussianProcess::Impl* impl = nullptr;
+  int d = 0;
+  bool priors = true;
+  double best_value = -std::numeric_limits<double>::infinity();
+  std::vector<double> best_theta;
+
+  static double negative(const std::vector<double>& theta, std::vector<double>& grad, void* data) {
+    auto* self = static_cast<Posterior*>(data);
+    const double l_mu = std::sqrt(2.0) + 0.5 * std::log(static_cast<double>(self->d)), l_var = 3.0;
+    const double n_mu = -8.0, n_var = 9.0;
+    std::vector<double> g;
+    double v = self->impl->evaluate(theta, grad.empty() ? nullptr : &g);
+    if (self->priors) {
+      for (size_t j = 0; j < static_cast<size_t>(self->d); ++j) {
+        const double z = theta[j] - l_mu;
+        v -= 0.5 * z * z / l_var;
+        if (!g.empty()) g[j] -= z / l_var;
+      }
+      const size_t noise = static_cast<size_t>(self->d) + 1;
+      const double z = theta[noise] - n_mu;
+      v -= 0.5 * z * z / n_var;
+      if (!g.empty()) g[noise] -= z / n_var;
+    }
+    if (!std::isfinite(v)) v = -1e30;
+    if (v > self->best_value) {
+      self->best_value = v;
+      self->best_theta = theta;
+    }
+    if (!grad.empty())
+      for (size_t i = 0; i < grad.size(); ++i) grad[i] = std::isfinite(g[i]) ? -g[i] : 0.0;
+    return -v;  // NLopt minimizes
+  }
+
+  // L-BFGS from each start; the best point seen over all of them.
+  std::vector<double> maximize(const GaussianProcess::Impl* data, const std::vector<std::vector<double>>& from,
+                               const Box& box, int max_evaluations) {
+    impl = data;
+    best_value = -std::numeric_limits<double>::infinity();
+    best_theta.clear();
+    for (auto s : from) {
+      nlopt::opt opt(nlopt::LD_LBFGS, static_cast<unsigned>(s.size()));
+      opt.set_lower_bounds(box.lb);
+      opt.set_upper_bounds(box.ub);
+      opt.set_min_objective(&Posterior::negative, this);
+      opt.set_maxeval(std::max(1, max_evaluations));
       opt.set_ftol_rel(1e-7);
       opt.set_xtol_rel(1e-6);
       double f = 0;
@@ -320,8 +331,25 @@ void GaussianProcess::fit(const std::vector<std::vector<double>>& x, const std::
         // roundoff-limited or similar: the best point seen is kept.
       }
     }
-    return best.theta.empty() ? from[0] : best.theta;
-  };
+    return best_theta.empty() ? from[0] : best_theta;
+  }
+};
+
+}  // namespace
+
+void GaussianProcess::fit(const std::vector<std::vector<double>>& x, const std::vector<double>& y, uint64_t seed) {
+  std::vector<double> previous;
+  if (impl_->fitted && static_cast<int>(impl_->hyper.lengthscales.size()) == static_cast<int>(x.empty() ? 0 : x[0].size()))
+    previous = pack(impl_->hyper);
+  impl_->set(x, y);
+  const int d = impl_->d;
+  const GpOptions& o = options_;
+  const Box box = hyper_box(o, d);
+  const std::vector<std::vector<double>> starts = start_points(o, d, box, previous, seed);
+  Posterior posterior;
+  posterior.d = d;
+  posterior.priors = o.use_priors;
+  std::vector<double> theta;
   const auto n = static_cast<int>(impl_->X.rows());
   if (o.max_restart_points > 0 && n > o.max_restart_points && starts.size() > 1) {
     // Multi-start on the latest points only, then polish the winner on all.
@@ -329,12 +357,12 @@ void GaussianProcess::fit(const std::vector<std::vector<double>>& x, const std::
     std::vector<std::vector<double>> xs(x.end() - o.max_restart_points, x.end());
     std::vector<double> ys(y.end() - o.max_restart_points, y.end());
     subset.set(xs, ys);
-    std::vector<double> winner = optimize(&subset, starts);
-    best.theta = optimize(impl_.get(), {winner});
+    const std::vector<double> winner = posterior.maximize(&subset, starts, box, o.max_evaluations);
+    theta = posterior.maximize(impl_.get(), {winner}, box, o.max_evaluations);
   } else {
-    best.theta = optimize(impl_.get(), starts);
+    theta = posterior.maximize(impl_.get(), starts, box, o.max_evaluations);
   }
-  impl_->posterior(to_hyper(best.theta, d));
+  impl_->posterior(to_hyper(theta, d));
 }
 
 void GaussianProcess::set_data(const std::vector<std::vector<double>>& x, const std::vector<double>& y,

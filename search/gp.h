@@ -112,8 +112,9 @@ class GaussianProcess {
                        const GpHyperparameters& hyperparameters);
   double log_marginal_likelihood_at(const std::vector<double>& theta, std::vector<double>* gradient) const;
 
+  struct Impl;  // opaque (search/gp.cpp)
+
  private:
-  struct Impl;
   GpOptions options_;
   std::unique_ptr<Impl> impl_;
 };

@@ -4,8 +4,8 @@
 #include <cmath>
 #include <limits>
 
-#include "search/edit_distance.h"
-#include "tuner/error.h"
+#include "base/names.h"
+#include "base/error.h"
 
 namespace tune::internal {
 namespace {
@@ -234,60 +234,25 @@ std::mt19937_64 make_rng(uint64_t seed, uint64_t stream, uint64_t index) {
   return std::mt19937_64(seq);
 }
 
-void check_param_keys(const Json& params, const std::vector<std::string>& allowed, const std::string& algorithm) {
-  if (!params.is_object()) throw ConfigError("search options must be a mapping, got " + params.dump());
-  for (const auto& item : params.items()) {
-    if (std::find(allowed.begin(), allowed.end(), item.key()) != allowed.end()) continue;
+OptionReader search_option_reader(const Json& params, const std::vector<std::string>& allowed,
+                                  const std::string& algorithm) {
+  if (!params.is_object()) throw ConfigError::at("search", "search options must be a mapping, got " + params.dump());
+  OptionStyle style;
+  style.label = "search.";
+  style.bounds_as_json = true;
+  OptionReader reader(params, "search", style);
+  if (auto key = reader.unknown_key(allowed)) {
     std::vector<std::string> known = {"algorithm", "seed"};
     known.insert(known.end(), allowed.begin(), allowed.end());
-    std::string guess = closest_match_impl(item.key(), known);
-    std::string list;
-    for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
-    throw ConfigError("unknown key '" + item.key() + "' in search (" +
-                      (!guess.empty() ? "did you mean '" + guess + "'?"
-                       : allowed.empty() ? "algorithm '" + algorithm + "' takes only algorithm and seed"
-                                         : "algorithm '" + algorithm + "' takes " + list) + ")");
+    std::string hint = closest_match(*key, known);
+    throw ConfigError::at_key("search." + *key,
+                              "unknown key '" + *key + "' in search (" +
+                                  (!hint.empty()      ? "did you mean '" + hint + "'?"
+                                   : allowed.empty() ? "algorithm '" + algorithm + "' takes only algorithm and seed"
+                                                     : "algorithm '" + algorithm + "' takes " + join_names(allowed)) +
+                                  ")");
   }
-}
-
-namespace {
-std::string shown(const Json& j) { return j.is_string() ? "'" + j.get<std::string>() + "'" : j.dump(); }
-}  // namespace
-
-int64_t param_int(const Json& params, const std::string& key, int64_t fallback, int64_t min, int64_t max) {
-  auto it = params.find(key);
-  if (it == params.end() || it->is_null()) return fallback;
-  if (!it->is_number_integer() || it->get<int64_t>() < min || it->get<int64_t>() > max)
-    throw ConfigError("search." + key + " must be an integer in [" + std::to_string(min) + ", " + std::to_string(max) +
-                      "], got " + shown(*it));
-  return it->get<int64_t>();
-}
-
-double param_double(const Json& params, const std::string& key, double fallback, double min, double max) {
-  auto it = params.find(key);
-  if (it == params.end() || it->is_null()) return fallback;
-  if (!it->is_number() || !std::isfinite(it->get<double>()) || it->get<double>() < min || it->get<double>() > max)
-    throw ConfigError("search." + key + " must be a number in [" + Json(min).dump() + ", " + Json(max).dump() +
-                      "], got " + shown(*it));
-  return it->get<double>();
-}
-
-bool param_bool(const Json& params, const std::string& key, bool fallback) {
-  auto it = params.find(key);
-  if (it == params.end() || it->is_null()) return fallback;
-  if (!it->is_boolean()) throw ConfigError("search." + key + " must be true or false, got " + shown(*it));
-  return it->get<bool>();
-}
-
-std::string param_choice(const Json& params, const std::string& key, const std::string& fallback,
-                         const std::vector<std::string>& allowed) {
-  auto it = params.find(key);
-  if (it == params.end() || it->is_null()) return fallback;
-  std::string list;
-  for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
-  if (!it->is_string() || std::find(allowed.begin(), allowed.end(), it->get<std::string>()) == allowed.end())
-    throw ConfigError("search." + key + " must be one of " + list + ", got " + shown(*it));
-  return it->get<std::string>();
+  return reader;
 }
 
 }  // namespace tune::internal

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "base/options.h"
 #include "search/searcher.h"
 
 namespace tune::internal {
@@ -99,15 +100,11 @@ std::vector<ScoredTrial> score_trials(const std::vector<Observation>& observatio
 // function of the seed, the trial index and the data.
 std::mt19937_64 make_rng(uint64_t seed, uint64_t stream, uint64_t index);
 
-// Checks a params object against the allowed keys; throws ConfigError
-// "search.<key>: ..." (with a did-you-mean) for unknown ones.
-void check_param_keys(const Json& params, const std::vector<std::string>& allowed, const std::string& algorithm);
-// Typed readers: throw ConfigError "search.<key> must be ..., got ...".
-int64_t param_int(const Json& params, const std::string& key, int64_t fallback, int64_t min, int64_t max);
-double param_double(const Json& params, const std::string& key, double fallback, double min, double max);
-bool param_bool(const Json& params, const std::string& key, bool fallback);
-std::string param_choice(const Json& params, const std::string& key, const std::string& fallback,
-                         const std::vector<std::string>& allowed);
+// The reader of a model-based algorithm's options ("search.gamma must be a
+// number in [1e-09, 1.0], got 2"). Throws ConfigError for a key not in
+// `allowed` (with a did-you-mean).
+OptionReader search_option_reader(const Json& params, const std::vector<std::string>& allowed,
+                                  const std::string& algorithm);
 
 // The model-based searchers (search/bayes_searcher.cpp, search/tpe_searcher.cpp).
 std::unique_ptr<Searcher> make_bayes_searcher(const SearchOptions& options, uint64_t seed, const SearchSpace& space,

@@ -4,11 +4,7 @@
 #include <limits>
 #include <set>
 
-#include <yaml-cpp/yaml.h>
-
-#include "search/edit_distance.h"
-#include "search/yaml_json.h"
-#include "tuner/error.h"
+#include "base/error.h"
 
 namespace tune {
 namespace {
@@ -39,31 +35,37 @@ std::string join(const std::string& prefix, const std::string& key) {
 }
 
 
-// Throws if `path` is malformed or overlaps a path already in the space: two
-// parameters "a" and "a.b" could not both be set in one nested config.
-void check_new_path(const SearchSpace& space, const std::string& path) {
-  for (const auto& part : split_path(path))
-    if (part.empty()) throw ConfigError("invalid parameter path '" + path + "'");
-  auto check = [&](const std::string& existing) {
-    if (existing == path) throw ConfigError("duplicate parameter '" + path + "'");
-    if (is_prefix(existing, path) || is_prefix(path, existing))
-      throw ConfigError("parameter '" + path + "' overlaps parameter '" + existing + "'");
-  };
-  for (const auto& p : space.parameters()) check(p.path);
-  for (const auto& c : space.constants()) check(c.first);
-}
-
 }  // namespace
 
+// Throws if `path` is malformed or overlaps a path already in the space: two
+// parameters "a" and "a.b" could not both be set in one nested config.
+// O(depth log n) with the sorted index of used paths.
+void SearchSpace::check_new_path(const std::string& path) const {
+  const std::vector<std::string> parts = split_path(path);
+  for (const auto& part : parts)
+    if (part.empty()) throw ConfigError("invalid parameter path '" + path + "'");
+  if (used_.count(path)) throw ConfigError("duplicate parameter '" + path + "'");
+  std::string prefix;
+  for (size_t i = 0; i + 1 < parts.size(); ++i) {  // an existing "a" under a new "a.b"
+    prefix = join(prefix, parts[i]);
+    if (used_.count(prefix)) throw ConfigError("parameter '" + path + "' overlaps parameter '" + prefix + "'");
+  }
+  auto below = used_.lower_bound(path + ".");  // an existing "a.b" under a new "a"
+  if (below != used_.end() && is_prefix(path, *below))
+    throw ConfigError("parameter '" + path + "' overlaps parameter '" + *below + "'");
+}
+
 SearchSpace& SearchSpace::add(const std::string& path, Domain domain) {
-  check_new_path(*this, path);
+  check_new_path(path);
   domain.validate();
+  used_.insert(path);
   parameters_.push_back({path, std::move(domain)});
   return *this;
 }
 
 SearchSpace& SearchSpace::constant(const std::string& path, Json value) {
-  check_new_path(*this, path);
+  check_new_path(path);
+  used_.insert(path);
   constants_.emplace_back(path, std::move(value));
   return *this;
 }
@@ -113,53 +115,6 @@ Json SearchSpace::resolve(int64_t grid_index, std::mt19937_64& rng, const Json& 
 
 namespace {
 
-void parse_yaml(SearchSpace& space, const YAML::Node& node, const std::string& prefix, const std::string& file) {
-  std::set<std::string> seen;
-  for (const auto& kv : node) {
-    const YAML::Node& key = kv.first;
-    const YAML::Node& value = kv.second;
-    const int line = internal::yaml_line(key);
-    if (!key.IsScalar() || key.Scalar().empty())
-      throw ConfigError(file, line, "parameter names must be non-empty strings");
-    const std::string name = key.Scalar();
-    const std::string path = join(prefix, name);
-    if (!seen.insert(name).second) throw ConfigError(file, line, "duplicate key '" + name + "'");
-    try {
-      if (value.IsMap() && value.size() == 1) {
-        const YAML::Node inner = value.begin()->first;
-        const YAML::Node args = value.begin()->second;
-        const std::string kind = inner.Scalar();
-        if (is_domain_name(kind)) {
-          Json json_args = internal::yaml_to_json(args);
-          if (json_args.is_null()) json_args = Json::array();
-          Domain domain;
-          try {
-            domain = make_domain(kind, json_args);
-          } catch (const ConfigError& e) {
-            throw ConfigError(file, line, "parameter '" + path + "': " + e.what());
-          }
-          space.add(path, std::move(domain));
-          continue;
-        }
-        std::string guess = internal::closest_match_impl(kind, domain_names());
-        if (!guess.empty() && args.IsSequence())
-          throw ConfigError(file, internal::yaml_line(inner),
-                            "unknown domain '" + kind + "' for parameter '" + path + "' (did you mean '" + guess + "'?)");
-      }
-      if (value.IsMap() && value.size() > 0) {
-        parse_yaml(space, value, path, file);
-      } else {
-        space.constant(path, internal::yaml_to_json(value));
-      }
-    } catch (const ConfigError& e) {
-      // Errors from add()/constant() have no position yet; nested ones already do.
-      std::string what = e.what();
-      if (what.rfind(file + ":", 0) == 0) throw;
-      throw ConfigError(file, line, what);
-    }
-  }
-}
-
 void parse_json(SearchSpace& space, const Json& object, const std::string& prefix) {
   for (const auto& [key, value] : object.items()) {
     const std::string path = join(prefix, key);
@@ -174,15 +129,6 @@ void parse_json(SearchSpace& space, const Json& object, const std::string& prefi
 }
 
 }  // namespace
-
-SearchSpace SearchSpace::from_yaml(const YAML::Node& node, const std::string& file) {
-  if (!node.IsMap())
-    throw ConfigError(file, internal::yaml_line(node),
-                      "param_space must be a mapping of parameter names, got " + internal::yaml_kind(node));
-  SearchSpace space;
-  parse_yaml(space, node, "", file);
-  return space;
-}
 
 // A list rather than an object: nlohmann::json objects sort their keys, and the
 // declaration order decides the grid order and the seeded sample stream.

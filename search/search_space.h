@@ -14,14 +14,11 @@
 
 #include <cstdint>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "search/domain.h"
-
-namespace YAML {
-class Node;
-}
 
 namespace tune {
 
@@ -50,18 +47,16 @@ class SearchSpace {
   // points_to_evaluate entry) are taken as given.
   Json resolve(int64_t grid_index, std::mt19937_64& rng, const Json& fixed = Json::object()) const;
 
-  // Parses a `param_space` mapping. A leaf mapping with exactly one key that
-  // names a domain ({uniform: [a, b]}) is a domain; other mappings nest; other
-  // scalars/sequences are constants. Errors: ConfigError "file:line: ...".
-  static SearchSpace from_yaml(const YAML::Node& node, const std::string& file);
-
   // Round trip through JSON ({"path": {"uniform": [a, b]}, ...}) for the store.
   Json to_json() const;
   static SearchSpace from_json(const Json& json);
 
  private:
+  void check_new_path(const std::string& path) const;
+
   std::vector<Parameter> parameters_;
   std::vector<std::pair<std::string, Json>> constants_;
+  std::set<std::string> used_;  // every path above, sorted: overlap checks in O(log n)
 };
 
 // Sets `value` at dotted `path` inside `object`, creating nested objects.

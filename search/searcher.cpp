@@ -3,10 +3,10 @@
 #include <limits>
 #include <random>
 
-#include "search/edit_distance.h"
+#include "base/names.h"
 #include "search/model_space.h"
 #include "search/searcher.h"
-#include "tuner/error.h"
+#include "base/error.h"
 
 namespace tune {
 namespace internal {
@@ -18,26 +18,28 @@ std::unique_ptr<Searcher> make_searcher(const SearchOptions& options, const Sear
                                         int64_t num_samples, const std::vector<Json>& points_to_evaluate) {
   const auto& names = searcher_names();
   if (std::find(names.begin(), names.end(), options.algorithm) == names.end()) {
-    std::string guess = internal::closest_match_impl(options.algorithm, names);
-    throw ConfigError("unknown search algorithm '" + options.algorithm + "' (" +
-                      (guess.empty() ? "expected random, grid, bayes or tpe" : "did you mean '" + guess + "'?") + ")");
+    const std::string hint = did_you_mean(options.algorithm, names);
+    throw ConfigError::at("search.algorithm", "unknown search algorithm '" + options.algorithm + "'" +
+                                                  (hint.empty() ? " (expected random, grid, bayes or tpe)" : hint));
   }
   if (num_samples < 1)
     throw ConfigError("num_samples must be a positive integer, got " + std::to_string(num_samples));
   for (const auto& point : points_to_evaluate)
     if (!point.is_object()) throw ConfigError("points_to_evaluate entries must be objects, got " + point.dump());
-  if (!options.params.is_object()) throw ConfigError("search options must be a mapping, got " + options.params.dump());
+  if (!options.params.is_object())
+    throw ConfigError::at("search", "search options must be a mapping, got " + options.params.dump());
   const uint64_t seed = options.seed ? *options.seed
                                      : (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
   if (options.algorithm == "random" || options.algorithm == "grid") {
-    internal::check_param_keys(options.params, {}, options.algorithm);
+    internal::search_option_reader(options.params, {}, options.algorithm);
     const int64_t grid = space.grid_size();
     if (num_samples > std::numeric_limits<int64_t>::max() / grid)
       throw ConfigError("num_samples times the grid size is too large");
     return internal::make_basic_variant_searcher(seed, space, num_samples, points_to_evaluate);
   }
   if (options.metric.empty() || (options.mode != "min" && options.mode != "max"))
-    throw ConfigError("search algorithm '" + options.algorithm + "' needs the experiment's metric and mode (min or max)");
+    throw ConfigError::at("search", "search algorithm '" + options.algorithm +
+                                        "' needs the experiment's metric and mode (min or max)");
   const int64_t total = std::max<int64_t>(num_samples, static_cast<int64_t>(points_to_evaluate.size()));
   if (options.algorithm == "bayes")
     return internal::make_bayes_searcher(options, seed, space, points_to_evaluate, total);

@@ -5,7 +5,7 @@
 
 #include <boost/random/sobol.hpp>
 
-#include "tuner/error.h"
+#include "base/error.h"
 
 namespace tune {
 

@@ -15,8 +15,8 @@
 #include <map>
 
 #include "search/gp.h"
-#include "search/model_space.h"
-#include "tuner/error.h"
+#include "search/model_searcher.h"
+#include "base/error.h"
 
 namespace tune::internal {
 namespace {
@@ -199,50 +199,23 @@ class Parzen {
   std::vector<Dim> dims_;
 };
 
-class TpeSearcher : public Searcher {
+class TpeSearcher : public ModelSearcher {
  public:
   TpeSearcher(const SearchOptions& options, uint64_t seed, const SearchSpace& space, std::vector<Json> points,
               int64_t total)
-      : seed_(seed),
-        metric_(options.metric),
-        mode_(options.mode),
-        space_(space, "tpe"),
-        points_(std::move(points)),
-        total_(total) {
-    const Json& p = options.params;
-    check_param_keys(p, kTpeKeys, "tpe");
-    n_startup_ = param_int(p, "n_startup_trials", 10, 0, 1000000);
-    n_ei_candidates_ = static_cast<int>(param_int(p, "n_ei_candidates", 24, 1, 1000000));
-    gamma_ = param_double(p, "gamma", 0.1, 1e-9, 1.0);
-    gamma_max_ = param_int(p, "gamma_max", 25, 1, 1000000);
-    params_.multivariate = param_bool(p, "multivariate", false);
-    constant_liar_ = param_bool(p, "constant_liar", false);
-    params_.prior_weight = param_double(p, "prior_weight", 1.0, 1e-12, 1e12);
-    params_.magic_clip = param_bool(p, "consider_magic_clip", true);
-    params_.endpoints = param_bool(p, "consider_endpoints", false);
-    early_stopped_ = param_choice(p, "early_stopped", "rank_below", {"rank_below", "as_is"});
-    params_.exact_pdf = param_bool(p, "exact_pdf", false);
-  }
-
-  std::optional<Json> suggest(int64_t i) override {
-    if (i < 0 || i >= total_) return std::nullopt;
-    Json config = propose(i);
-    configs_[i] = config;
-    return config;
-  }
-
-  void on_complete(const Observation& o) override {
-    finished_[o.trial_index] = o;
-    configs_[o.trial_index] = o.config;
-  }
-
-  int64_t total() const override { return total_; }
-
-  void restore(int64_t /*suggested*/, const std::vector<Observation>& observations) override {
-    for (const auto& o : observations) {
-      configs_[o.trial_index] = o.config;
-      if (!o.running) finished_[o.trial_index] = o;
-    }
+      : ModelSearcher(options, seed, space, std::move(points), total, "tpe") {
+    const OptionReader p = search_option_reader(options.params, kTpeKeys, "tpe");
+    n_startup_ = p.integer_in("n_startup_trials", 10, 0, 1000000);
+    n_ei_candidates_ = static_cast<int>(p.integer_in("n_ei_candidates", 24, 1, 1000000));
+    gamma_ = p.number_in("gamma", 0.1, 1e-9, 1.0);
+    gamma_max_ = p.integer_in("gamma_max", 25, 1, 1000000);
+    params_.multivariate = p.boolean("multivariate", false);
+    constant_liar_ = p.boolean("constant_liar", false);
+    params_.prior_weight = p.number_in("prior_weight", 1.0, 1e-12, 1e12);
+    params_.magic_clip = p.boolean("consider_magic_clip", true);
+    params_.endpoints = p.boolean("consider_endpoints", false);
+    early_stopped_ = p.string("early_stopped", "rank_below", {"rank_below", "as_is"});
+    params_.exact_pdf = p.boolean("exact_pdf", false);
   }
 
  private:
@@ -253,15 +226,8 @@ class TpeSearcher : public Searcher {
     const Json* config;
   };
 
-  Json propose(int64_t i) {
-    const int64_t n_points = static_cast<int64_t>(points_.size());
-    if (i < n_points) {
-      auto rng = make_rng(seed_, 1, static_cast<uint64_t>(i));
-      return space_.space().resolve(0, rng, points_[static_cast<size_t>(i)]);
-    }
-    std::vector<Observation> finished;
-    for (const auto& [index, o] : finished_) finished.push_back(o);
-    std::vector<ScoredTrial> scored = score_trials(finished, metric_, mode_);
+  Json propose(int64_t i) override {
+    std::vector<ScoredTrial> scored = score_trials(finished(), metric_, mode_);
     std::vector<Entry> entries;
     int64_t n_done = 0;
     const double inf = std::numeric_limits<double>::infinity();
@@ -269,16 +235,15 @@ class TpeSearcher : public Searcher {
       if (t.ok) {
         ++n_done;
         const bool stopped = t.below_full_budget && early_stopped_ == "rank_below";
-        entries.push_back({t.index, stopped ? -t.budget : -inf, t.loss, &finished_.at(t.index).config});
+        entries.push_back({t.index, stopped ? -t.budget : -inf, t.loss, &finished_at(t.index).config});
       } else {
-        entries.push_back({t.index, inf, 0.0, &finished_.at(t.index).config});
+        entries.push_back({t.index, inf, 0.0, &finished_at(t.index).config});
       }
     }
     auto rng = make_rng(seed_, 4, static_cast<uint64_t>(i));
     if (n_done < n_startup_ || space_.variables().empty()) return space_.space().resolve(0, rng);
     if (constant_liar_)
-      for (const auto& [index, config] : configs_)
-        if (!finished_.count(index) && index != i) entries.push_back({index, inf, 0.0, &config});
+      for (const auto& [index, config] : running(i)) entries.push_back({index, inf, 0.0, config});
 
     // gamma counts finished trials only (Optuna ignores running ones there).
     size_t n_scored = 0;
@@ -348,19 +313,12 @@ class TpeSearcher : public Searcher {
     return samples[best];
   }
 
-  uint64_t seed_;
-  std::string metric_, mode_;
-  ModelSpace space_;
-  std::vector<Json> points_;
-  int64_t total_;
   int64_t n_startup_ = 10, gamma_max_ = 25;
   int n_ei_candidates_ = 24;
   double gamma_ = 0.1;
   bool constant_liar_ = false;
   TpeParams params_;
   std::string early_stopped_;
-  std::map<int64_t, Json> configs_;
-  std::map<int64_t, Observation> finished_;
 };
 
 }  // namespace

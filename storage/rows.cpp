@@ -2,7 +2,7 @@
 
 #include <chrono>
 
-#include "tuner/error.h"
+#include "base/error.h"
 
 namespace tune::storage_internal {
 

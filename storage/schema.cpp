@@ -11,7 +11,7 @@
 
 #include "storage/internal/rows.h"
 #include "storage/store.h"
-#include "tuner/error.h"
+#include "base/error.h"
 
 namespace tune::storage_internal {
 namespace {

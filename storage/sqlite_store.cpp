@@ -16,7 +16,7 @@
 #include "storage/internal/schema.h"
 #include "storage/internal/statements.h"
 #include "storage/store.h"
-#include "tuner/error.h"
+#include "base/error.h"
 
 namespace tune {
 namespace {

@@ -7,7 +7,7 @@
 
 #include "storage/internal/schema.h"
 #include "storage/internal/sqlite_store.h"
-#include "tuner/error.h"
+#include "base/error.h"
 
 namespace tune {
 

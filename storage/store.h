@@ -24,11 +24,9 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include "base/json.h"
 
 namespace tune {
-
-using Json = nlohmann::json;
 
 inline constexpr int kSchemaVersion = 1;
 

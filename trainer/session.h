@@ -26,12 +26,9 @@
 #include <string>
 #include <vector>
 
-#include <mpi.h>
-#include <nlohmann/json.hpp>
+#include "base/json.h"
 
 namespace tune {
-
-using Json = nlohmann::json;
 
 // Thrown by Session::report() when the driver stops the trial.
 struct TrialStopped {};
@@ -70,9 +67,9 @@ class Session {
   // now holding the trial's state. Throws TrialStopped (see above).
   virtual void report(const Json& metrics, const std::string& checkpoint_dir = "") = 0;
 
-  // MPI: the group's communicator (MPI_COMM_SELF for in-process trials),
-  // this process's rank and the group's size.
-  virtual MPI_Comm communicator() const = 0;
+  // This process's rank in the trial's worker group and the group's size
+  // (0 and 1 for in-process trials). The group's MPI communicator, for code
+  // that uses MPI itself, is tune::communicator(session) (trainer/communicator.h).
   virtual int rank() const = 0;
   virtual int world_size() const = 0;
   // Cores this rank may use (resources.cpus_per_worker).
@@ -80,6 +77,11 @@ class Session {
   // The sweep's trainable setup: {"data": <the data: mapping>, "preprocess":
   // <the preprocess: list>}, each null when the sweep has none.
   virtual const Json& setup() const = 0;
+
+  // Opaque: a pointer to the group's MPI_Comm, or nullptr for in-process
+  // trials; read it through tune::communicator(session), which needs <mpi.h>
+  // (this header does not).
+  virtual const void* mpi_communicator_handle() const = 0;
 };
 
 using TrainableFunction = std::function<void(Session&)>;
@@ -112,7 +114,5 @@ std::vector<std::string> trainable_names();
 
 // Registers branin, hartmann6 and synthetic. Idempotent.
 void register_builtin_trainables();
-// Registers the libtorch trainables (trainer/torch; only with TUNE_WITH_TORCH).
-void register_torch_trainables();
 
 }  // namespace tune

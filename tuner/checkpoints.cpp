@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "tuner/error.h"
+#include "base/error.h"
 #include "tuner/session_base.h"
 
 namespace tune::internal {

@@ -8,8 +8,8 @@
 
 #include "search/search_space.h"
 #include "storage/store.h"
-#include "tuner/analysis.h"
-#include "tuner/error.h"
+#include "storage/analysis.h"
+#include "base/error.h"
 #include "tuner/progress.h"
 #include "tuner/sweep_spec.h"
 #include "tuner/session_base.h"

@@ -1,283 +1,309 @@
-// The driver: setup (new or resumed experiment), launching trials on free
+// The driver: opening a new or resumed experiment, launching trials on free
 // slots, and the event loop that commits each batch before answering workers.
 #include "tuner/driver.h"
 
-#include <cstdlib>
 #include <iostream>
-#include <random>
-#include <sstream>
 
+#include "base/error.h"
 #include "tuner/driver_impl.h"
-#include "tuner/error.h"
 #include "tuner/progress.h"
+#include "tuner/session_base.h"
 
 namespace tune::internal {
 
 std::atomic<int> g_interrupt_requests{0};
 
-void Driver::open() {
-  preflight(spec_, run_, function_, scheduler_ != nullptr);
-  registered_ = resolve_trainable(spec_, function_);
-  in_process_ = function_ || (registered_->info.in_process && spec_.resources.workers == 1 &&
-                              !spec_.resources.use_mpi);
-  slots_ = available_slots(run_);
-  slots_per_trial_ = spec_.resources.workers * spec_.resources.cpus_per_worker;
+Driver::Driver(PreparedSweep sweep, RunConfig run, bool resume, DriverEnvironment env)
+    : sweep_(std::move(sweep)),
+      run_(std::move(run)),
+      resume_(resume),
+      env_(std::move(env)),
+      clock_(env_.clock ? *env_.clock : system_clock_),
+      pool_(sweep_.slots) {}
 
-  store_ = Store::open(run_.storage_path, false, run_.durability);
-  const double now = now_seconds();
-  if (resume_) {
-    auto found = store_->find_experiment(spec_.name);
-    if (!found) throw NotFoundError("no experiment named '" + spec_.name + "' in " + run_.storage_path);
-    experiment_ = *found;
-    store_->set_experiment_status(experiment_.id, "RUNNING");
-  } else {
-    if (spec_.name.empty()) {
-      spec_.name = (spec_.trainable.empty() ? std::string("experiment") : spec_.trainable) + "-" +
-                   std::to_string(static_cast<long long>(now));
-    }
-    check_experiment_name(spec_.name);
-    if (store_->find_experiment(spec_.name)) {
-      throw Error("experiment '" + spec_.name + "' already exists in " + run_.storage_path +
-                  " (continue it with `tune resume " + spec_.name + "` or pick another --name)");
-    }
-    if (!spec_.search.seed) spec_.search.seed = std::random_device{}() ^ (uint64_t(std::random_device{}()) << 32);
-    experiment_.name = spec_.name;
-    experiment_.status = "RUNNING";
-    experiment_.metric = spec_.metric;
-    experiment_.mode = spec_.mode;
-    experiment_.spec = spec_.to_json();
-    experiment_.created_at = experiment_.updated_at = now;
-    experiment_.id = store_->create_experiment(experiment_);
-  }
-  experiment_dir_ = fs::path(run_.storage_path) / spec_.name;
-  fs::create_directories(experiment_dir_);
-
-  searcher_ = make_searcher(spec_.search_options(), spec_.param_space, spec_.num_samples, spec_.points_to_evaluate);
-  if (!scheduler_) scheduler_ = make_scheduler(spec_.scheduler.type, spec_.scheduler.params, spec_.metric, spec_.mode);
-  if (!experiment_.scheduler_state.is_null()) scheduler_->restore_state(experiment_.scheduler_state);
-
-  if (resume_) {
-    std::vector<Observation> observations;
-    for (const TrialRecord& record : store_->trials(experiment_.id)) {
-      TrialState trial;
-      trial.index = record.trial_index;
-      trial.row = record.id;
-      trial.config = record.config;
-      trial.status = record.status;
-      trial.attempt = record.attempts;
-      trial.last_result = record.last_result;
-      trial.error = record.error;
-      if (trial.last_result.is_object()) trial.time_before_attempt = trial.last_result.value("time_total_s", 0.0);
-      auto checkpoints = store_->checkpoints(record.id);
-      if (!checkpoints.empty()) {
-        const auto& latest = checkpoints.back();
-        trial.checkpoint = Checkpoint{latest.path, latest.iteration};
-      }
-      trial.iteration = trial.checkpoint ? trial.checkpoint->iteration : 0;
-      next_index_ = std::max(next_index_, record.trial_index + 1);
-      if (record.status == kTerminated || record.status == kError) {
-        observations.push_back({record.trial_index, record.config, record.last_result, record.status == kError});
-      } else {
-        // Searchers count it as pending (it is re-run with this config).
-        observations.push_back({record.trial_index, record.config, record.last_result, false, true});
-        // A restored scheduler state already knows its trials.
-        if (experiment_.scheduler_state.is_null()) scheduler_->on_trial_add(trial.index, trial.config);
-        if (trial.checkpoint) scheduler_->on_checkpoint(trial.index, trial.checkpoint->iteration);
-        if (record.status == kPaused) {
-          paused_.insert(trial.index);
-        } else {
-          trial.status = kPending;
-          pending_.push_back(trial.index);
-        }
-      }
-      trials_.emplace(trial.index, std::move(trial));
-    }
-    searcher_->restore(next_index_, observations);
-    store_->add_event(experiment_.id, std::nullopt, "resumed",
-                      {{"restarting", pending_.size()}, {"suggested", next_index_}}, now);
-  }
-
-  if (in_process_) {
-    threads_ = std::make_unique<InProcessExecutor>(events_, std::max(1, slots_ / slots_per_trial_));
-  } else {
-    GroupLaunchOptions options;
-    options.executable = run_.worker_executable;
-    options.log_dir = (experiment_dir_ / "logs").string();
-    fs::create_directories(options.log_dir);
-    if (const char* extra = std::getenv("TUNE_MPIRUN_ARGS")) {
-      std::istringstream words(extra);
-      for (std::string word; words >> word;) options.extra_mpirun_args.push_back(word);
-    }
-    groups_ = std::make_unique<WorkerGroupPool>(events_, options);
-    groups_->set_idle_rank_limit(slots_);
-  }
-  started_ = last_progress_ = now_seconds();
+Driver::~Driver() {
+  if (!executor_) return;
+  drain();
+  executor_->shutdown();
 }
 
-bool Driver::launch_ready() {
-  bool launched = false;
-  while (!stopping_ && used_slots_ + slots_per_trial_ <= slots_ &&
-         (spec_.max_concurrent_trials == 0 || running_ < spec_.max_concurrent_trials)) {
-    int64_t index;
-    std::optional<int64_t> resumed;
-    if (pending_.empty() && !paused_.empty()) {
-      resumed = scheduler_->choose_trial_to_run(std::vector<int64_t>(paused_.begin(), paused_.end()));
-      if (resumed && !paused_.erase(*resumed)) resumed.reset();  // not a paused trial: ignore
-      if (resumed) {
+// Ends what still runs after an exception left the loop: live attempts are
+// cancelled and their results answered kStop until none is left (bounded:
+// the executor abandons what does not stop).
+void Driver::drain() {
+  for (const auto& [attempt, placement] : live_) executor_->cancel(attempt, "the driver is stopping");
+  const double deadline = system_clock_.now() + 30;
+  while (executor_->live() > 0 && system_clock_.now() < deadline) {
+    for (TrialEvent& event : events_.take(std::chrono::milliseconds(10))) {
+      if (event.reply) event.reply(Verdict::kStop);
+    }
+    executor_->poll();
+  }
+}
+
+void Driver::open() {
+  store_ = Store::open(run_.storage_path, false, run_.durability);
+  if (resume_) {
+    load_experiment();
+  } else {
+    create_experiment();
+  }
+  ExecutorContext context{sweep_.spec, run_, sweep_.trainable, sweep_.function, experiment_dir_.string(),
+                          sweep_.slots, events_, clock_};
+  executor_ = env_.make_executor ? env_.make_executor(context) : make_executor(context);
+  started_ = last_progress_ = clock_.now();
+}
+
+void Driver::create_experiment() {
+  SweepSpec& spec = sweep_.spec;
+  const double now = clock_.unix_time();
+  if (spec.name.empty()) {
+    spec.name = (spec.trainable.empty() ? std::string("experiment") : spec.trainable) + "-" +
+                std::to_string(static_cast<long long>(now));
+  }
+  if (store_->find_experiment(spec.name)) {
+    throw ConfigError("experiment '" + spec.name + "' already exists in " + run_.storage_path +
+                      " (continue it with `tune resume " + spec.name + "` or pick another --name)");
+  }
+  experiment_.name = spec.name;
+  experiment_.status = "RUNNING";
+  experiment_.metric = spec.metric;
+  experiment_.mode = spec.mode;
+  experiment_.spec = spec.to_json();
+  experiment_.created_at = experiment_.updated_at = now;
+  experiment_.id = store_->create_experiment(experiment_);
+  experiment_dir_ = std::filesystem::path(run_.storage_path) / spec.name;
+  std::filesystem::create_directories(experiment_dir_);
+}
+
+// Rebuilds every trial from the store: finished ones are kept, the others
+// restart from their latest checkpoint (PAUSED ones wait for the scheduler).
+void Driver::load_experiment() {
+  auto found = store_->find_experiment(sweep_.spec.name);
+  if (!found) throw NotFoundError("no experiment named '" + sweep_.spec.name + "' in " + run_.storage_path);
+  experiment_ = *found;
+  experiment_dir_ = std::filesystem::path(run_.storage_path) / sweep_.spec.name;
+  std::filesystem::create_directories(experiment_dir_);
+  store_->set_experiment_status(experiment_.id, "RUNNING");
+  Scheduler& scheduler = *sweep_.scheduler;
+  const bool restored_scheduler = !experiment_.scheduler_state.is_null();
+  if (restored_scheduler) scheduler.restore_state(experiment_.scheduler_state);
+  std::vector<Observation> observations;
+  for (const TrialRecord& record : store_->trials(experiment_.id)) {
+    TrialState trial;
+    trial.index = record.trial_index;
+    trial.row = record.id;
+    trial.config = record.config;
+    trial.status = record.status;
+    trial.attempt = record.attempts;
+    trial.last_result = record.last_result;
+    trial.error = record.error;
+    if (trial.last_result.is_object()) trial.time_before_attempt = trial.last_result.value("time_total_s", 0.0);
+    auto checkpoints = store_->checkpoints(record.id);
+    if (!checkpoints.empty()) trial.checkpoint = Checkpoint{checkpoints.back().path, checkpoints.back().iteration};
+    trial.iteration = trial.checkpoint ? trial.checkpoint->iteration : 0;
+    next_index_ = std::max(next_index_, record.trial_index + 1);
+    if (record.status == kTerminated || record.status == kError) {
+      observations.push_back({record.trial_index, record.config, record.last_result, record.status == kError});
+    } else {
+      // Searchers count it as pending (it is re-run with this config).
+      observations.push_back({record.trial_index, record.config, record.last_result, false, true});
+      if (!restored_scheduler) scheduler.on_trial_add(trial.index, trial.config);  // a restored one knows it
+      if (trial.checkpoint) scheduler.on_checkpoint(trial.index, trial.checkpoint->iteration);
+      if (record.status == kPaused) {
+        paused_.insert(trial.index);
+      } else {
+        trial.status = kPending;
+        pending_.push_back(trial.index);
+      }
+    }
+    trials_.emplace(trial.index, std::move(trial));
+  }
+  sweep_.searcher->restore(next_index_, observations);
+  store_->add_event(experiment_.id, std::nullopt, "resumed",
+                    {{"restarting", pending_.size()}, {"suggested", next_index_}}, clock_.unix_time());
+}
+
+void Driver::launch_ready() {
+  const Resources& r = sweep_.spec.resources;
+  const int limit = sweep_.spec.max_concurrent_trials;
+  while (!stopping_ && pool_.fits(r.workers, r.cpus_per_worker) &&
+         (limit == 0 || static_cast<int>(live_.size()) < limit)) {
+    std::optional<int64_t> index = next_trial();
+    if (!index) break;
+    start(trials_.at(*index), *pool_.acquire(r.workers, r.cpus_per_worker));
+  }
+}
+
+// The trial to start next: a retry or exploit, else a paused trial the
+// scheduler picks, else a new one from the searcher. A trial whose previous
+// attempt is still ending waits for it.
+std::optional<int64_t> Driver::next_trial() {
+  auto attempt_live = [this](int64_t index) {
+    auto it = live_.lower_bound(AttemptId{index, 0});
+    return it != live_.end() && it->first.trial == index;
+  };
+  while (true) {
+    for (auto it = pending_.begin(); it != pending_.end(); ++it) {
+      if (attempt_live(*it)) continue;
+      const int64_t index = *it;
+      pending_.erase(it);
+      return index;
+    }
+    if (!pending_.empty()) return std::nullopt;  // retries wait for their old attempt
+    std::vector<int64_t> candidates;
+    for (int64_t index : paused_)
+      if (!attempt_live(index)) candidates.push_back(index);
+    if (!candidates.empty()) {
+      std::optional<int64_t> chosen = sweep_.scheduler->choose_trial_to_run(candidates);
+      if (chosen && std::find(candidates.begin(), candidates.end(), *chosen) != candidates.end()) {
+        paused_.erase(*chosen);
         // The scheduler may end the chosen trial (HyperBand's losers) or
         // exploit it (synchronous PBT) instead of resuming it as it is.
-        TrialState& trial = trials_.at(*resumed);
-        TrialDecision decision = scheduler_->on_trial_resume(*resumed);
-        if (decision.action == TrialAction::kStop) {
-          terminate(trial, now_seconds());
-          continue;
-        }
-        if (decision.action == TrialAction::kExploit) {
-          auto donor = trials_.find(decision.donor);
-          if (donor != trials_.end() && donor->second.checkpoint && decision.donor != *resumed) {
-            exploit(trial, decision);  // queues it first in pending_
-            continue;
-          }
-        }
-      }
-    }
-    if (!pending_.empty()) {
-      index = pending_.front();
-      pending_.pop_front();
-    } else if (resumed) {
-      index = *resumed;
-    } else if (!searcher_done_ && scheduler_->can_start_new_trial()) {
-      std::optional<Json> config = searcher_->suggest(next_index_);
-      if (!config) {
-        searcher_done_ = true;
-        // Schedulers waiting for more trials (a HyperBand bracket that will
-        // not fill up) decide with what they have; then look again.
-        scheduler_->on_no_more_trials();
+        TrialState& trial = trials_.at(*chosen);
+        TrialDecision decision = vetted(*chosen, sweep_.scheduler->on_trial_resume(*chosen));
+        if (decision.action == TrialAction::kContinue || decision.action == TrialAction::kPause) return *chosen;
+        apply(trial, decision);  // stop: ends it; exploit: queues it first in pending_
         continue;
       }
-      index = next_index_++;
-      TrialState trial;
-      trial.index = index;
-      trial.config = std::move(*config);
-      trial.row = store_->add_trial(experiment_.id, index, trial.config);
-      scheduler_->on_trial_add(index, trial.config);
-      trials_.emplace(index, std::move(trial));
-    } else {
-      break;
     }
-    start(trials_.at(index));
-    launched = true;
+    if (searcher_done_ || !sweep_.scheduler->can_start_new_trial()) return std::nullopt;
+    std::optional<Json> config = sweep_.searcher->suggest(next_index_);
+    if (!config) {
+      searcher_done_ = true;
+      // Schedulers waiting for more trials (a HyperBand bracket that will
+      // not fill up) decide with what they have; then look again.
+      sweep_.scheduler->on_no_more_trials();
+      continue;
+    }
+    TrialState trial;
+    trial.index = next_index_++;
+    trial.config = std::move(*config);
+    trial.row = store_->add_trial(experiment_.id, trial.index, trial.config);
+    sweep_.scheduler->on_trial_add(trial.index, trial.config);
+    const int64_t index = trial.index;
+    trials_.emplace(index, std::move(trial));
+    return index;
   }
-  return launched;
 }
 
-void Driver::start(TrialState& trial) {
-  const double now = now_seconds();
+void Driver::start(TrialState& trial, const Placement& placement) {
+  const double now = clock_.now();
   trial.attempt += 1;
   trial.status = kRunning;
   trial.attempt_started = trial.last_report = now;
   trial.iteration = trial.checkpoint ? trial.checkpoint->iteration : 0;
-  store_->set_trial_status(trial.row, kRunning, now);
-  used_slots_ += slots_per_trial_;
-  running_ += 1;
+  store_->set_trial_status(trial.row, kRunning, clock_.unix_time());
+  const AttemptId attempt{trial.index, trial.attempt};
+  live_[attempt] = placement;
 
   TrialStart start;
-  start.experiment = spec_.name;
-  start.trainable = spec_.trainable;
+  start.experiment = sweep_.spec.name;
+  start.trainable = sweep_.spec.trainable;
   start.trial_index = trial.index;
   start.trial_dir = (experiment_dir_ / trial_name(trial.index)).string();
   start.config = trial.config;
   start.iteration = trial.iteration;
   start.checkpoint = trial.checkpoint;
-  start.cpus = spec_.resources.cpus_per_worker;
-  start.setup = spec_.setup();
-  fs::create_directories(start.trial_dir);
-  if (threads_) {
-    threads_->start(std::move(start), function_ ? function_ : registered_->function, trial.attempt);
-  } else {
-    groups_->start(std::move(start), spec_.resources.workers, trial.attempt);
+  start.cpus = sweep_.spec.resources.cpus_per_worker;
+  start.setup = sweep_.spec.setup();
+  std::filesystem::create_directories(start.trial_dir);
+  executor_->start(attempt, std::move(start), placement);
+}
+
+bool Driver::step(std::chrono::microseconds max_wait) {
+  {
+    Transaction txn(*store_);
+    launch_ready();
+    txn.commit();
+  }
+  // launch_ready() started whatever could start; with nothing running,
+  // nothing ever will (searcher done, or the scheduler holds the rest).
+  if (live_.empty()) return false;
+
+  auto events = events_.take(max_wait);
+  executor_->poll();
+  if (!events.empty()) {
+    std::vector<Reply> replies;
+    Transaction txn(*store_);
+    for (TrialEvent& event : events) handle(event, replies);
+    launch_ready();  // start successors in the same commit
+    save_states(false);
+    txn.commit();
+    // Only now, with the batch durable, do trials learn the verdicts.
+    for (auto& [reply, verdict] : replies) {
+      if (reply) reply(verdict);
+    }
+  }
+  housekeeping();
+  return true;
+}
+
+void Driver::housekeeping() {
+  const double now = clock_.now();
+  if (env_.interrupt && env_.interrupt->load() > 0 && !stopping_) interrupt();
+  if (sweep_.spec.stop.time_budget_s && now - started_ >= *sweep_.spec.stop.time_budget_s && !stopping_) {
+    stopping_ = true;  // running trials end at their next result
+    store_->add_event(experiment_.id, std::nullopt, "time_budget_reached", {{"seconds", now - started_}},
+                      clock_.unix_time());
+  }
+  if (run_.verbose && now - last_progress_ >= run_.progress_interval_s) {
+    print_progress(false);
+    last_progress_ = now;
   }
 }
 
-void Driver::loop() {
-  using namespace std::chrono;
-  std::vector<std::pair<std::function<void(const std::string&)>, std::string>> replies;
-  while (true) {
-    {
-      Transaction txn(*store_);
-      launch_ready();
-      txn.commit();
-    }
-    // launch_ready() started whatever could start; with nothing running,
-    // nothing ever will (searcher done, or the scheduler holds the rest).
-    if (running_ == 0) break;
-
-    auto events = events_.pop_all(milliseconds(50));
-    if (groups_) groups_->poll_starting();
-    if (!events.empty()) {
-      Transaction txn(*store_);
-      for (Event& event : events) handle(event, replies);
-      launch_ready();  // start successors in the same commit
-      save_states(false);
-      txn.commit();
-      // Only now, with the batch durable, do workers learn the decisions.
-      for (auto& [reply, action] : replies) {
-        if (reply) reply(action);
-      }
-      replies.clear();
-    }
-
-    const double now = now_seconds();
-    if (g_interrupt_requests.load() > 0 && !stopping_) {
-      stopping_ = interrupted_ = true;
-      if (run_.verbose) std::cerr << "tune: interrupted; stopping trials (resume with `tune resume " << spec_.name << "`)\n";
-    }
-    if (spec_.stop.time_budget_s && now - started_ >= *spec_.stop.time_budget_s && !stopping_) {
-      stopping_ = true;
-      store_->add_event(experiment_.id, std::nullopt, "time_budget_reached", {{"seconds", now - started_}}, now);
-    }
-    if (stopping_ && interrupted_ && groups_) {
-      // MPI trials may be inside a long step; don't wait for their next report.
-      break;
-    }
-    if (run_.verbose && now - last_progress_ >= run_.progress_interval_s) {
-      print_progress(false);
-      last_progress_ = now;
-    }
-  }
+// Ctrl-C: running trials go back to PENDING (`tune resume` restarts them
+// from their checkpoints) and their attempts are cancelled.
+void Driver::interrupt() {
+  stopping_ = interrupted_ = true;
+  if (run_.verbose)
+    std::cerr << "tune: interrupted; stopping trials (resume with `tune resume " << sweep_.spec.name << "`)\n";
+  Transaction txn(*store_);
+  for (auto& [index, trial] : trials_)
+    if (trial.status == kRunning) requeue(trial);
+  txn.commit();
+  for (const auto& [attempt, placement] : live_) executor_->cancel(attempt, "interrupted");
 }
 
 // Scheduler state (rungs, pauses, lineage) for `tune resume`: saved with the
 // batch at most once a second (its size grows with the trials), and at the end.
 void Driver::save_states(bool force) {
-  const double now = now_seconds();
+  const double now = clock_.now();
   // A pause or exploit is saved with its batch: a restored scheduler must know
   // every trial the store shows PAUSED (e.g. its ASHA rung), or it is orphaned.
   if (!force && !state_changed_ && now - last_state_save_ < 1.0) return;
   state_changed_ = false;
   last_state_save_ = now;
   store_->set_searcher_state(experiment_.id, {{"suggested", next_index_}});
-  store_->set_scheduler_state(experiment_.id, scheduler_->save_state());
+  store_->set_scheduler_state(experiment_.id, sweep_.scheduler->save_state());
 }
 
 void Driver::finish() {
-  const double now = now_seconds();
   Transaction txn(*store_);
   for (auto& [index, trial] : trials_) {
-    if (trial.status == kRunning) {  // abandoned by an interrupt: resumable
-      trial.status = kPending;
-      store_->set_trial_status(trial.row, kPending, now);
+    if (trial.status == kRunning) {
+      requeue(trial);  // abandoned: resumable
     } else if (trial.status == kPaused && !interrupted_) {
-      terminate(trial, now);  // the sweep is over: never promoted
+      terminate(trial);  // the sweep is over: never promoted
     }
   }
   save_states(true);
+  const double now = clock_.unix_time();
   store_->set_experiment_status(experiment_.id, interrupted_ ? "INTERRUPTED" : "FINISHED");
   store_->add_event(experiment_.id, std::nullopt, interrupted_ ? "interrupted" : "finished", Json::object(), now);
   txn.commit();
-  groups_.reset();
-  threads_.reset();
+  executor_->shutdown();
+  executor_.reset();
   if (run_.verbose) print_progress(true);
+}
+
+std::string Driver::run() {
+  open();
+  while (step(std::chrono::milliseconds(50))) {
+  }
+  finish();
+  return sweep_.spec.name;
 }
 
 void Driver::print_progress(bool final) {
@@ -287,15 +313,14 @@ void Driver::print_progress(bool final) {
     rows.push_back({index, trial.status, trial.config, trial.last_result, trial.error});
   }
   std::vector<std::string> sampled;
-  for (const auto& parameter : spec_.param_space.parameters()) sampled.push_back(parameter.path);
-  std::cout << render_progress(spec_.name, spec_.metric, spec_.mode, rows, now_seconds() - started_,
-                               used_slots_, slots_, final, sampled)
+  for (const auto& parameter : sweep_.spec.param_space.parameters()) sampled.push_back(parameter.path);
+  std::cout << render_progress(sweep_.spec.name, sweep_.spec.metric, sweep_.spec.mode, rows, clock_.now() - started_,
+                               pool_.used(), pool_.total(), final, sampled)
             << std::flush;
 }
 
-std::string run_experiment(SweepSpec spec, const RunConfig& run, TrainableFunction function, bool resume,
-                           std::unique_ptr<Scheduler> scheduler) {
-  Driver driver(std::move(spec), run, std::move(function), resume, std::move(scheduler));
+std::string run_experiment(PreparedSweep sweep, const RunConfig& run, bool resume, DriverEnvironment env) {
+  Driver driver(std::move(sweep), run, resume, std::move(env));
   return driver.run();
 }
 

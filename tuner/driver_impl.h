@@ -1,134 +1,127 @@
-// Internal: the Driver class behind run_experiment (tuner/driver.h). Its
-// methods live in driver.cpp (setup, launching, the event loop) and
-// trial_events.cpp (what each trial event does to the trial and the store).
+// Internal: the Driver behind run_experiment (tuner/driver.h). Its methods
+// live in driver.cpp (opening, launching, the loop, finishing) and
+// trial_events.cpp (what each event and each decision does to a trial and
+// the store). Tests drive it a step at a time with a fake executor and clock.
+//
+//   Driver driver(std::move(sweep), run, /*resume=*/false, env);
+//   driver.open();
+//   while (driver.step(std::chrono::milliseconds(50))) {}
+//   driver.finish();
 #pragma once
 
-#include <cmath>
 #include <chrono>
 #include <deque>
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <vector>
 
-#include "schedulers/scheduler.h"
-#include "search/searcher.h"
 #include "storage/store.h"
 #include "tuner/driver.h"
-#include "tuner/events.h"
-#include "tuner/in_process_executor.h"
-#include "tuner/worker_group.h"
+#include "tuner/resource_pool.h"
 
 namespace tune::internal {
 
-namespace fs = std::filesystem;
-
-
-inline double now_seconds() {
-  using namespace std::chrono;
-  return duration<double>(system_clock::now().time_since_epoch()).count();
-}
-
-// The first non-finite metric in a result, if any.
-inline std::string non_finite_metric(const Json& metrics) {
-  for (const auto& [key, value] : metrics.items()) {
-    if (value.is_number_float() && !std::isfinite(value.get<double>())) return key;
-  }
-  return "";
-}
-
+// The driver's view of one trial.
 struct TrialState {
   int64_t index = 0;
-  int64_t row = 0;
+  int64_t row = 0;  // trials.id in the store
   Json config;
   std::string status = kPending;
-  int attempt = 0;   // starts so far; events of older attempts are stale
+  int attempt = 0;  // starts so far; events of other attempts are stale
   int failures = 0;
   int64_t iteration = 0;
-  double attempt_started = 0, last_report = 0, time_before_attempt = 0;
+  double attempt_started = 0, last_report = 0;  // clock.now() of the running attempt
+  double time_before_attempt = 0;               // seconds run in earlier attempts
   std::optional<Checkpoint> checkpoint;
   Json last_result;
   std::string error;
-  // What to do once the running attempt has stopped on the scheduler's word:
-  // kPause (-> PAUSED) or kExploit (-> restart from the donor's checkpoint).
-  TrialDecision after_stop;
 };
 
 class Driver {
  public:
-  Driver(SweepSpec spec, RunConfig run, TrainableFunction function, bool resume,
-         std::unique_ptr<Scheduler> scheduler)
-      : spec_(std::move(spec)),
-        run_(std::move(run)),
-        function_(std::move(function)),
-        resume_(resume),
-        scheduler_(std::move(scheduler)) {
-    if (scheduler_) spec_.scheduler = {"custom", Json::object()};
-  }
+  Driver(PreparedSweep sweep, RunConfig run, bool resume, DriverEnvironment env);
+  // After an exception: cancels live attempts, answers their pending
+  // results with kStop, and shuts the executor down.
+  ~Driver();
+  Driver(const Driver&) = delete;
+  Driver& operator=(const Driver&) = delete;
 
-  // On an exception out of the loop, trials still waiting in report() are
-  // told to stop so their threads can be joined.
-  ~Driver() {
-    if (!threads_) return;
-    while (threads_->active() > 0) {
-      for (Event& event : events_.pop_all(std::chrono::milliseconds(10))) {
-        if (event.reply) event.reply("stop");
-      }
-    }
-  }
+  // Creates (or, resuming, loads) the experiment and starts the executor.
+  void open();
+  // One turn of the loop: launch what can start, wait up to `max_wait` for
+  // events, handle them in one store transaction, then send the replies.
+  // False when the sweep is over (nothing runs and nothing can start).
+  bool step(std::chrono::microseconds max_wait);
+  // Records the end (FINISHED or INTERRUPTED) and releases the executor.
+  void finish();
+  std::string run();
 
-  std::string run() {
-    open();
-    loop();
-    finish();
-    return spec_.name;
-  }
+  const std::map<int64_t, TrialState>& trials() const { return trials_; }
+  const std::string& name() const { return sweep_.spec.name; }
+  int64_t experiment_id() const { return experiment_.id; }
+  Store& store() { return *store_; }
 
  private:
-  void open();
-  void loop();
-  void finish();
-  bool launch_ready();
-  void start(TrialState& trial);
-  void handle(Event& event, std::vector<std::pair<std::function<void(const std::string&)>, std::string>>& replies);
-  void on_result(TrialState& trial, Event& event, std::string& action);
-  void record_checkpoint(TrialState& trial, const std::string& path);
-  void on_done(TrialState& trial, bool stopped);
-  void terminate(TrialState& trial, double now);
-  void exploit(TrialState& trial, const TrialDecision& decision);
-  void on_failure(TrialState& trial, const std::string& message);
-  void end_attempt(TrialState& trial);
-  TrialState* trial_for(const Event& event);
-  bool stop_criteria_met(const TrialState& trial, const Json& result) const;
-  void print_progress(bool final);
-  void save_states(bool force);
+  using Reply = std::pair<std::function<void(Verdict)>, Verdict>;
 
-  SweepSpec spec_;
+  // driver.cpp
+  void create_experiment();
+  void load_experiment();
+  void launch_ready();
+  std::optional<int64_t> next_trial();
+  void start(TrialState& trial, const Placement& placement);
+  void housekeeping();
+  void interrupt();
+  void save_states(bool force);
+  void print_progress(bool final);
+  void drain();
+
+  // trial_events.cpp
+  void handle(TrialEvent& event, std::vector<Reply>& replies);
+  TrialState* current(const AttemptId& attempt);
+  Verdict on_result(TrialState& trial, TrialEvent& event);
+  void record_checkpoint(TrialState& trial, const std::string& path);
+  bool stop_criteria_met(const TrialState& trial, const Json& result) const;
+  TrialDecision decide(const TrialState& trial, const Json& result);
+  TrialDecision vetted(int64_t trial, TrialDecision decision) const;
+  void apply(TrialState& trial, const TrialDecision& decision);
+  void leave_running(TrialState& trial);
+  void terminate(TrialState& trial);
+  void pause(TrialState& trial);
+  void exploit(TrialState& trial, const TrialDecision& decision);
+  void requeue(TrialState& trial);
+  void fail(TrialState& trial, const std::string& message);
+  void attempt_ended(const AttemptId& attempt);
+
+  PreparedSweep sweep_;
   RunConfig run_;
-  TrainableFunction function_;
   bool resume_;
-  const RegisteredTrainable* registered_ = nullptr;
-  bool in_process_ = true;
-  int slots_ = 1, slots_per_trial_ = 1, used_slots_ = 0, running_ = 0;
+  DriverEnvironment env_;
+  SystemClock system_clock_;
+  const Clock& clock_;
 
   std::unique_ptr<Store> store_;
   ExperimentRecord experiment_;
-  fs::path experiment_dir_;
-  std::unique_ptr<Searcher> searcher_;
-  std::unique_ptr<Scheduler> scheduler_;
-  EventQueue events_;
-  std::unique_ptr<InProcessExecutor> threads_;
-  std::unique_ptr<WorkerGroupPool> groups_;
+  std::filesystem::path experiment_dir_;
+  EventSink events_;
+  std::unique_ptr<TrialExecutor> executor_;
+  ResourcePool pool_;
 
   std::map<int64_t, TrialState> trials_;
-  std::deque<int64_t> pending_;  // retries and exploits: started first
-  std::set<int64_t> paused_;      // PAUSED, resumed when the scheduler picks them
+  std::map<AttemptId, Placement> live_;  // attempts started and not yet ended
+  std::deque<int64_t> pending_;          // retries and exploits: started first
+  std::set<int64_t> paused_;             // PAUSED, resumed when the scheduler picks them
   int64_t next_index_ = 0;
   bool searcher_done_ = false;
   bool state_changed_ = false;  // a pause/exploit in this batch: save scheduler state now
   bool stopping_ = false, interrupted_ = false;
   double started_ = 0, last_progress_ = 0, last_state_save_ = 0;
 };
+
+// The first non-finite metric in a result, if any.
+std::string non_finite_metric(const Json& metrics);
 
 }  // namespace tune::internal

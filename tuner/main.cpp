@@ -10,10 +10,14 @@
 
 #include "tuner/cli.h"
 #include "tuner/driver.h"
-#include "tuner/error.h"
+#include "tuner/mpi_launcher.h"
+#include "tuner/prepare.h"
+#include "tuner/sweep_reader.h"
+#include "base/error.h"
 #include "tuner/tuner.h"
 #ifdef TUNE_WITH_TORCH
 #include "trainer/torch/predict.h"
+#include "trainer/torch/trainables.h"
 #endif
 
 namespace po = boost::program_options;
@@ -102,19 +106,20 @@ int run_sweep(const std::string& command, const std::vector<std::string>& args) 
   std::signal(SIGTERM, on_signal);
   std::string experiment;
   if (command == "run") {
-    tune::SweepSpec spec = tune::load_sweep_file(target);
-    if (parsed.vm.count("name")) spec.name = name;
-    if (parsed.vm.count("seed")) spec.search.seed = seed;
-    // Validate everything before the store exists: a bad sweep creates nothing.
-    tune::internal::preflight(spec, run, {});
-    experiment = tune::internal::run_experiment(spec, run, {}, /*resume=*/false);
+    tune::internal::LoadedSweep loaded = tune::internal::read_sweep_file(target);
+    if (parsed.vm.count("name")) loaded.spec.name = name;
+    if (parsed.vm.count("seed")) loaded.spec.search.seed = seed;
+    // Everything is checked before the store exists: a bad sweep creates nothing.
+    auto sweep = tune::internal::prepare_sweep(std::move(loaded.spec), run, {}, nullptr, loaded.source.get(), false);
+    experiment = tune::internal::run_experiment(std::move(sweep), run, /*resume=*/false);
   } else {
     if (!tune::Store::exists(storage)) throw tune::NotFoundError("no tune store at " + storage);
     auto restored = tune::Store::open(storage, true)->find_experiment(target);
     if (!restored) throw tune::NotFoundError("no experiment named '" + target + "' in " + storage);
     tune::SweepSpec spec = tune::SweepSpec::from_json(restored->spec);
     spec.name = target;
-    experiment = tune::internal::run_experiment(spec, run, {}, /*resume=*/true);
+    auto sweep = tune::internal::prepare_sweep(std::move(spec), run, {}, nullptr, nullptr, true);
+    experiment = tune::internal::run_experiment(std::move(sweep), run, /*resume=*/true);
   }
   if (tune::internal::g_interrupt_requests.load() > 0) return 130;
   tune::ResultGrid results = tune::load_results(storage, experiment);
@@ -187,11 +192,23 @@ int predict(const std::vector<std::string>& args) {
     std::cout << "usage: tune predict EXP --input IN --output OUT [OPTIONS]\n" << options;
     return 0;
   }
-  std::vector<std::string> argv = {"predict"};
-  argv.insert(argv.end(), args.begin(), args.end());
-  // mpirun starts ranks by path: resolve our own executable here.
-  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
-  return tune::torch_dp::run_predict(p, self, argv, mpi_child, std::cout);
+  tune::torch_dp::check_predict_options(p);
+  if (mpi_child) return tune::torch_dp::predict_as_rank(p, std::cout);
+  const tune::torch_dp::LoadedModel loaded = tune::torch_dp::load_predict_model(p);
+  if (!loaded.trial_name.empty()) {
+    std::cout << "best trial " << loaded.trial_name << " (" << loaded.metric << " " << loaded.score
+              << "), checkpoint " << loaded.checkpoint << "\n";
+  }
+  if (p.workers == 1) return tune::torch_dp::predict_to_csv(loaded, p, MPI_COMM_NULL, std::cout);
+  // Several ranks: this program again under mpirun, each rank reading the
+  // chosen checkpoint.
+  tune::internal::MpiLaunch launch;
+  launch.ranks = p.workers;
+  launch.program = {tune::internal::self_executable(), "predict"};
+  launch.program.insert(launch.program.end(), args.begin(), args.end());
+  launch.program.insert(launch.program.end(), {"--checkpoint", loaded.checkpoint, "--mpi-child"});
+  std::cout.flush();
+  return tune::internal::reap(tune::internal::spawn_mpirun(launch), std::chrono::hours(24 * 365));
 }
 #endif
 

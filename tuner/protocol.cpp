@@ -7,11 +7,12 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
 
-#include "tuner/error.h"
+#include "base/error.h"
 
 namespace tune::internal {
 namespace {
@@ -48,6 +49,104 @@ sockaddr_un address_of(const std::string& path) {
 
 }  // namespace
 
+namespace {
+
+template <class... F>
+struct Overloaded : F... {
+  using F::operator()...;
+};
+template <class... F>
+Overloaded(F...) -> Overloaded<F...>;
+
+std::optional<int> int_field(const Json& frame, const char* key) {
+  auto it = frame.find(key);
+  if (it == frame.end() || !it->is_number_integer()) return std::nullopt;
+  const int64_t v = it->get<int64_t>();
+  if (v < INT32_MIN || v > INT32_MAX) return std::nullopt;
+  return static_cast<int>(v);
+}
+
+std::optional<std::string> string_field(const Json& frame, const char* key) {
+  auto it = frame.find(key);
+  if (it == frame.end() || !it->is_string()) return std::nullopt;
+  return it->get<std::string>();
+}
+
+}  // namespace
+
+Json encode(const UpMessage& message) {
+  return std::visit(
+      Overloaded{
+          [](const HelloMessage& m) -> Json {
+            return {{"type", "hello"}, {"group", m.group}, {"pid", m.pid}, {"world_size", m.world_size}};
+          },
+          [](const ResultMessage& m) -> Json {
+            return {{"type", "result"}, {"metrics", m.metrics}, {"checkpoint", m.checkpoint}};
+          },
+          [](const DoneMessage& m) -> Json { return {{"type", "done"}, {"stopped", m.stopped}}; },
+          [](const ErrorMessage& m) -> Json { return {{"type", "error"}, {"message", m.message}}; },
+      },
+      message);
+}
+
+Json encode(const DownMessage& message) {
+  return std::visit(Overloaded{
+                        [](const RunMessage& m) -> Json { return {{"type", "run"}, {"trial", m.trial.to_json()}}; },
+                        [](const VerdictMessage& m) -> Json {
+                          return {{"type", "verdict"}, {"continue", m.verdict == Verdict::kContinue}};
+                        },
+                        [](const ShutdownMessage&) -> Json { return {{"type", "shutdown"}}; },
+                    },
+                    message);
+}
+
+std::optional<UpMessage> decode_up(const Json& frame) {
+  const auto type = frame.is_object() ? string_field(frame, "type") : std::nullopt;
+  if (!type) return std::nullopt;
+  if (*type == "hello") {
+    auto group = int_field(frame, "group"), pid = int_field(frame, "pid"), size = int_field(frame, "world_size");
+    if (!group || !pid || !size || *size < 1) return std::nullopt;
+    return HelloMessage{*group, *pid, *size};
+  }
+  if (*type == "result") {
+    auto metrics = frame.find("metrics");
+    auto checkpoint = string_field(frame, "checkpoint");
+    if (metrics == frame.end() || !checkpoint) return std::nullopt;
+    return ResultMessage{*metrics, *checkpoint};
+  }
+  if (*type == "done") {
+    auto stopped = frame.find("stopped");
+    return DoneMessage{stopped != frame.end() && stopped->is_boolean() && stopped->get<bool>()};
+  }
+  if (*type == "error") {
+    auto message = string_field(frame, "message");
+    if (!message) return std::nullopt;
+    return ErrorMessage{*message};
+  }
+  return std::nullopt;
+}
+
+std::optional<DownMessage> decode_down(const Json& frame) {
+  const auto type = frame.is_object() ? string_field(frame, "type") : std::nullopt;
+  if (!type) return std::nullopt;
+  if (*type == "run") {
+    auto trial = frame.find("trial");
+    if (trial == frame.end() || !trial->is_object()) return std::nullopt;
+    try {
+      return RunMessage{TrialStart::from_json(*trial)};
+    } catch (const Json::exception&) {
+      return std::nullopt;
+    }
+  }
+  if (*type == "verdict") {
+    auto go_on = frame.find("continue");
+    if (go_on == frame.end() || !go_on->is_boolean()) return std::nullopt;
+    return VerdictMessage{go_on->get<bool>() ? Verdict::kContinue : Verdict::kStop};
+  }
+  if (*type == "shutdown") return ShutdownMessage{};
+  return std::nullopt;
+}
+
 bool send_message(int fd, const Json& message) {
   const std::string body = message.dump();
   const uint32_t size = static_cast<uint32_t>(body.size());
@@ -58,17 +157,35 @@ bool send_message(int fd, const Json& message) {
   return write_all(fd, frame.data(), frame.size());
 }
 
-std::optional<Json> receive_message(int fd) {
-  unsigned char header[4];
-  if (!read_all(fd, reinterpret_cast<char*>(header), 4)) return std::nullopt;
-  const uint32_t size = header[0] | (header[1] << 8) | (header[2] << 16) |
-                        (static_cast<uint32_t>(header[3]) << 24);
-  if (size > (256u << 20)) return std::nullopt;  // a corrupt frame, not a message
-  std::string body(size, '\0');
-  if (!read_all(fd, body.data(), size)) return std::nullopt;
+namespace {
+
+uint32_t frame_size(const unsigned char* header) {
+  return header[0] | (header[1] << 8) | (header[2] << 16) | (static_cast<uint32_t>(header[3]) << 24);
+}
+
+std::optional<Json> parse_body(const std::string& body) {
   Json message = Json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (message.is_discarded() || !message.is_object()) return std::nullopt;
   return message;
+}
+
+}  // namespace
+
+std::optional<Json> receive_message(int fd) {
+  unsigned char header[4];
+  if (!read_all(fd, reinterpret_cast<char*>(header), 4)) return std::nullopt;
+  const uint32_t size = frame_size(header);
+  if (size > kMaxFrameBytes) return std::nullopt;  // a corrupt frame, not a message
+  std::string body(size, '\0');
+  if (!read_all(fd, body.data(), size)) return std::nullopt;
+  return parse_body(body);
+}
+
+std::optional<Json> parse_frame(const std::string& bytes) {
+  if (bytes.size() < 4) return std::nullopt;
+  const uint32_t size = frame_size(reinterpret_cast<const unsigned char*>(bytes.data()));
+  if (size > kMaxFrameBytes || bytes.size() - 4 != size) return std::nullopt;
+  return parse_body(bytes.substr(4));
 }
 
 UnixListener::UnixListener() {

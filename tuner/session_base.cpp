@@ -57,9 +57,9 @@ std::string SessionBase::make_checkpoint_dir() {
 }
 
 void SessionBase::report(const Json& metrics, const std::string& checkpoint_dir) {
-  const std::string action = exchange(metrics, checkpoint_dir);
+  const Verdict verdict = exchange(metrics, checkpoint_dir);
   ++iteration_;
-  if (action != "continue") throw TrialStopped{};
+  if (verdict != Verdict::kContinue) throw TrialStopped{};
 }
 
 }  // namespace tune::internal

@@ -7,6 +7,10 @@
 
 namespace tune::internal {
 
+// The driver's answer to a result: the trial goes on, or stops (report()
+// then throws TrialStopped).
+enum class Verdict { kContinue, kStop };
+
 // What the driver sends to start (or restart) a trial.
 struct TrialStart {
   std::string experiment;
@@ -40,8 +44,8 @@ class SessionBase : public Session {
   const Json& setup() const override { return start_.setup; }
 
  protected:
-  // Sends the result to the driver and returns its decision: "continue" or "stop".
-  virtual std::string exchange(const Json& metrics, const std::string& checkpoint_dir) = 0;
+  // Sends the result to the driver and returns its verdict.
+  virtual Verdict exchange(const Json& metrics, const std::string& checkpoint_dir) = 0;
 
   TrialStart start_;
   int64_t iteration_ = 0;

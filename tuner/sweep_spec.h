@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "base/names.h"  // closest_match
 #include "search/search_space.h"
 #include "search/searcher.h"
 
@@ -40,7 +41,8 @@ struct StopCriteria {
 };
 
 struct SchedulerOptions {
-  // "fifo" (more come with later issues). Default: "fifo".
+  // One of scheduler_names() (schedulers/scheduler.h): fifo, asha, hyperband,
+  // median_stopping, pbt, pb2. Default: "fifo".
   std::string type = "fifo";
   Json params = Json::object();  // type-specific keys
 };
@@ -88,7 +90,8 @@ struct SweepSpec {
   // {"data": data, "preprocess": preprocess}: what Session::setup() returns.
   Json setup() const;
 
-  // Throws ConfigError if inconsistent (mode without metric, bad values...).
+  // Throws ConfigError if inconsistent (mode without metric, bad values, bad
+  // search or scheduler options...); the error's key_path() names the key.
   void validate() const;
 
   // `search` with the experiment's metric and mode filled in: what
@@ -101,13 +104,9 @@ struct SweepSpec {
 
 // Reads and validates a sweep file. Throws ConfigError ("file:line: what") for
 // unreadable files, invalid YAML, unknown keys (with a "did you mean" hint),
-// wrong types and invalid domains.
+// wrong types, invalid domains and inconsistent options.
 SweepSpec load_sweep_file(const std::string& path);
 // Same, from text; `file` is used in messages.
 SweepSpec parse_sweep(const std::string& yaml_text, const std::string& file);
-
-// The closest of `candidates` to `word` (edit distance <= 1/3 of its length,
-// at least 2), or "" if none is close.
-std::string closest_match(const std::string& word, const std::vector<std::string>& candidates);
 
 }  // namespace tune

@@ -2,16 +2,17 @@
 
 #include <cstdlib>
 
-#include "tuner/analysis.h"
+#include "storage/analysis.h"
 #include "tuner/driver.h"
-#include "tuner/error.h"
+#include "tuner/prepare.h"
+#include "base/error.h"
 #include "tuner/session_base.h"
 #include "tuner/worker.h"
 
 namespace tune {
 
 void init(int, char**) {
-  if (std::getenv(internal::kSocketEnv) && std::getenv(internal::kGroupEnv)) internal::run_worker();
+  if (internal::started_as_worker()) internal::run_worker();
 }
 
 ResultGrid::ResultGrid(std::string experiment, std::string metric, std::string mode, std::vector<Result> results,
@@ -82,7 +83,9 @@ Tuner::Tuner(Tuner&&) noexcept = default;
 Tuner& Tuner::operator=(Tuner&&) noexcept = default;
 
 ResultGrid Tuner::fit() {
-  std::string name = internal::run_experiment(spec_, run_, trainable_, resume_, std::move(scheduler_));
+  internal::PreparedSweep sweep =
+      internal::prepare_sweep(spec_, run_, trainable_, std::move(scheduler_), /*source=*/nullptr, resume_);
+  const std::string name = internal::run_experiment(std::move(sweep), run_, resume_);
   return load_results(run_.storage_path, name);
 }
 

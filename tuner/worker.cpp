@@ -8,6 +8,7 @@
 #include <iostream>
 #include <thread>
 
+#include "tuner/group_executor.h"
 #include "tuner/protocol.h"
 #include "tuner/session_base.h"
 
@@ -41,28 +42,32 @@ class WorkerSession : public SessionBase {
   WorkerSession(TrialStart start, int fd, int rank, int size)
       : SessionBase(std::move(start)), fd_(fd), rank_(rank), size_(size) {}
 
-  MPI_Comm communicator() const override { return MPI_COMM_WORLD; }
+  const void* mpi_communicator_handle() const override { return &comm_; }
   int rank() const override { return rank_; }
   int world_size() const override { return size_; }
 
  protected:
-  std::string exchange(const Json& metrics, const std::string& checkpoint_dir) override {
-    std::string action;
+  Verdict exchange(const Json& metrics, const std::string& checkpoint_dir) override {
+    std::string verdict;
     if (rank_ == 0) {
-      Json message = {{"type", "result"}, {"metrics", metrics}, {"checkpoint", checkpoint_dir}};
-      if (!send_message(fd_, message)) std::_Exit(70);  // driver gone: nothing to report to
-      auto reply = receive_message(fd_);
-      if (!reply) std::_Exit(70);
-      action = reply->value("action", "stop");
+      // The driver gone, or not speaking the protocol: nothing to report to.
+      if (!send_message(fd_, encode(UpMessage{ResultMessage{metrics, checkpoint_dir}}))) std::_Exit(70);
+      auto frame = receive_message(fd_);
+      auto reply = frame ? decode_down(*frame) : std::nullopt;
+      if (!reply || !std::holds_alternative<VerdictMessage>(*reply)) std::_Exit(70);
+      verdict = std::get<VerdictMessage>(*reply).verdict == Verdict::kContinue ? "c" : "s";
     }
-    return broadcast(MPI_COMM_WORLD, rank_, action);
+    return broadcast(MPI_COMM_WORLD, rank_, verdict) == "c" ? Verdict::kContinue : Verdict::kStop;
   }
 
  private:
+  MPI_Comm comm_ = MPI_COMM_WORLD;
   int fd_, rank_, size_;
 };
 
 }  // namespace
+
+bool started_as_worker() { return std::getenv(kSocketEnv) && std::getenv(kGroupEnv); }
 
 void run_worker() {
   int provided = 0;
@@ -82,48 +87,47 @@ void run_worker() {
       MPI_Abort(MPI_COMM_WORLD, 71);
     }
     const char* group = std::getenv(kGroupEnv);
-    send_message(fd, {{"type", "hello"}, {"group", std::atoi(group ? group : "0")},
-                      {"pid", static_cast<int>(getpid())}, {"world_size", size}});
+    send_message(fd, encode(UpMessage{HelloMessage{std::atoi(group ? group : "0"), static_cast<int>(getpid()), size}}));
   }
 
   while (true) {
-    std::string command_text;
+    // Rank 0 reads the driver's command; every rank gets it by broadcast.
+    std::string command_text = R"({"type":"shutdown"})";
     if (rank == 0) {
-      auto command = receive_message(fd);
-      command_text = command ? command->dump() : R"({"type":"shutdown"})";
+      auto frame = receive_message(fd);
+      if (frame && decode_down(*frame)) command_text = frame->dump();
     }
-    const Json command = Json::parse(broadcast(MPI_COMM_WORLD, rank, command_text));
-    const std::string type = command.value("type", "");
-    if (type != "run") break;
+    auto command = decode_down(Json::parse(broadcast(MPI_COMM_WORLD, rank, command_text)));
+    if (!command || !std::holds_alternative<RunMessage>(*command)) break;
+    const TrialStart& start = std::get<RunMessage>(*command).trial;
 
-    TrialStart start = TrialStart::from_json(command.at("trial"));
-    const RegisteredTrainable* trainable = find_trainable(start.trainable);
-    Json outcome = {{"type", "done"}};
+    UpMessage outcome = DoneMessage{};
     bool fatal = false;
+    const RegisteredTrainable* trainable = find_trainable(start.trainable);
     if (!trainable) {
-      outcome = {{"type", "error"}, {"message", "unknown trainable '" + start.trainable + "' in worker"}};
+      outcome = ErrorMessage{"unknown trainable '" + start.trainable + "' in worker"};
     } else {
       WorkerSession session(start, fd, rank, size);
       try {
         trainable->function(session);
       } catch (const TrialStopped&) {
-        outcome["stopped"] = true;
+        outcome = DoneMessage{true};
       } catch (const std::exception& e) {
-        outcome = {{"type", "error"}, {"message", std::string(e.what())}};
+        outcome = ErrorMessage{e.what()};
         fatal = size > 1;
       } catch (...) {
-        outcome = {{"type", "error"}, {"message", "unknown exception"}};
+        outcome = ErrorMessage{"unknown exception"};
         fatal = size > 1;
       }
     }
     if (fatal) {
       // Other ranks may be blocked in a collective with this one; the only
       // clean way out is to end the group. The driver starts a fresh one.
-      if (rank == 0) send_message(fd, outcome);
-      else std::cerr << "tune worker rank " << rank << ": " << outcome["message"].get<std::string>() << "\n";
+      if (rank == 0) send_message(fd, encode(outcome));
+      else std::cerr << "tune worker rank " << rank << ": " << std::get<ErrorMessage>(outcome).message << "\n";
       MPI_Abort(MPI_COMM_WORLD, 72);
     }
-    if (rank == 0 && !send_message(fd, outcome)) break;
+    if (rank == 0 && !send_message(fd, encode(outcome))) break;
   }
   if (fd >= 0) ::close(fd);
   MPI_Finalize();

@@ -1,4 +1,4 @@
-// Internal: the MPI worker-group side of the process model.
+// Internal: the worker side of an MPI worker group (tuner/group_executor.h).
 //
 // The driver starts `mpirun -np N <this executable>` with TUNE_DRIVER_SOCKET
 // and TUNE_GROUP_ID in the environment. tune::init() (tuner/tuner.h) sees them
@@ -9,8 +9,8 @@
 
 namespace tune::internal {
 
-inline constexpr const char* kSocketEnv = "TUNE_DRIVER_SOCKET";
-inline constexpr const char* kGroupEnv = "TUNE_GROUP_ID";
+// True when this process was started as a worker of a group.
+bool started_as_worker();
 
 [[noreturn]] void run_worker();
 

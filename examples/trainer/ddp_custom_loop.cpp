@@ -5,6 +5,7 @@
 // The lines marked "DDP" are all that make the loop distributed.
 #include <iostream>
 
+#include "trainer/communicator.h"
 #include "trainer/torch/distributed.h"
 #include "trainer/torch/models.h"
 #include "tuner/tuner.h"
@@ -13,7 +14,7 @@ namespace dp = tune::torch_dp;
 
 void train(tune::Session& session) {
   dp::use_session_threads(session);                            // DDP: cpus_per_worker threads
-  const MPI_Comm comm = session.communicator();                // DDP
+  const MPI_Comm comm = tune::communicator(session);                // DDP
   const double lr = session.config()["lr"];
   torch::manual_seed(0);
   torch::Tensor x = torch::randn({512, 8}), y = (x.sum(1) > 0).to(torch::kLong);  // toy data, same on every rank

@@ -7,7 +7,7 @@
 
 #include "schedulers/scheduler.h"
 #include "schedulers/simulator.h"
-#include "tuner/error.h"
+#include "base/error.h"
 
 namespace tune {
 namespace {

@@ -8,7 +8,7 @@
 
 #include "model_searcher_test_util.h"
 #include "search/searcher.h"
-#include "tuner/error.h"
+#include "base/error.h"
 
 namespace tune {
 namespace {

@@ -9,7 +9,7 @@
 #include <map>
 #include <regex>
 
-#include "tuner/error.h"
+#include "base/error.h"
 
 namespace tune {
 namespace {

@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "search/gp.h"
-#include "tuner/error.h"
+#include "base/error.h"
 
 namespace tune {
 namespace {

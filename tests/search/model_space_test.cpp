@@ -7,7 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "search/sobol.h"
-#include "tuner/error.h"
+#include "base/error.h"
 
 namespace tune::internal {
 namespace {

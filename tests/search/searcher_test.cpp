@@ -5,7 +5,7 @@
 
 #include <map>
 
-#include "tuner/error.h"
+#include "base/error.h"
 
 namespace tune {
 namespace {

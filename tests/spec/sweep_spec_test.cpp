@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "test_util.h"
-#include "tuner/error.h"
+#include "base/error.h"
 
 namespace tune {
 namespace {
@@ -378,6 +378,63 @@ TEST(SweepSpecSetup, DataMustBeAMappingAndPreprocessAList) {
   EXPECT_EQ(error_of(head + "data: trips.csv\n"), "sweep.yaml:3: data must be a mapping (path, label, ...), got 'trips.csv'");
   EXPECT_EQ(error_of(head + "preprocess: {standard_scaler: [a]}\n"),
             "sweep.yaml:3: preprocess must be a list of preprocessors, got a mapping");
+}
+
+}  // namespace
+}  // namespace tune
+
+namespace tune {
+namespace {
+
+// Anchors, aliases and merge keys, and the inputs that used to crash or
+// stall the parser (hostile but small files).
+TEST(SweepSpecYaml, AnchorsAliasesAndMergeKeysWork) {
+  SweepSpec spec = parse_sweep(
+      "x-space: &space\n  lr: {loguniform: [1.0e-4, 1.0e-1]}\n  width: 64\n"
+      "trainable: t\nmetric: loss\nmode: min\n"
+      "param_space:\n  <<: *space\n  width: 128\n  depth: {randint: [1, 4]}\n",
+      "sweep.yaml");
+  std::vector<std::string> parameters;
+  for (const auto& p : spec.param_space.parameters()) parameters.push_back(p.path);
+  EXPECT_EQ(parameters, (std::vector<std::string>{"lr", "depth"}));
+  ASSERT_EQ(spec.param_space.constants().size(), 1u);
+  EXPECT_EQ(spec.param_space.constants()[0], (std::pair<std::string, Json>{"width", 128}));
+}
+
+TEST(SweepSpecYaml, RecursiveAliasesAreRefusedWithTheirLine) {
+  EXPECT_EQ(error_of("trainable: t\nparam_space: &p\n  x0: *p\n"),
+            "sweep.yaml:3: alias *p refers to a node that contains it (recursive)");
+  EXPECT_EQ(error_of("trainable: t\nparam_space: &p\n  <<: *p\n"),
+            "sweep.yaml:3: alias *p refers to a node that contains it (recursive)");
+  EXPECT_EQ(error_of("trainable: t\nparam_space: {x0: 1}\npoints_to_evaluate: &q [{x0: *q}]\n"),
+            "sweep.yaml:3: alias *q refers to a node that contains it (recursive)");
+}
+
+TEST(SweepSpecYaml, AliasExpansionIsBounded) {
+  std::string text = "trainable: t\nparam_space: {}\nx-a0: &a0 [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\n";
+  for (int i = 1; i <= 8; ++i) {
+    text += "x-a" + std::to_string(i) + ": &a" + std::to_string(i) + " [";
+    for (int k = 0; k < 10; ++k) text += (k ? ", *a" : "*a") + std::to_string(i - 1);
+    text += "]\n";
+  }
+  EXPECT_EQ(error_of(text), "sweep.yaml:8: the document has more than 1000000 values once its aliases are expanded");
+}
+
+TEST(SweepSpecYaml, DeepNestingAndSecondDocumentsAndBadUtf8AreOneLineErrors) {
+  EXPECT_EQ(error_of("trainable: t\nparam_space: {}\nx-deep: " + std::string(100, '[') + std::string(100, ']') + "\n"),
+            "sweep.yaml:3: nesting deeper than 64 levels");
+  EXPECT_EQ(error_of("trainable: t\nparam_space: {}\n---\ntrainable: u\n"),
+            "sweep.yaml:3: a sweep file holds one YAML document; a second one starts here");
+  EXPECT_EQ(error_of("trainable: t\nparam_space: {}\nname: \"caf\xe9\"\n"), "sweep.yaml:3: text is not valid UTF-8");
+}
+
+TEST(SweepSpecYaml, ManyKeysParseInLinearTime) {
+  // 40,000 constants: quadratic parsing took seconds here; linear is milliseconds.
+  std::string text = "trainable: t\nparam_space:\n";
+  for (int i = 0; i < 40000; ++i) text += "  k" + std::to_string(i) + ": " + std::to_string(i) + "\n";
+  SweepSpec spec = parse_sweep(text, "sweep.yaml");
+  EXPECT_EQ(spec.param_space.constants().size(), 40000u);
+  EXPECT_EQ(spec.param_space.constants()[39999].first, "k39999");
 }
 
 }  // namespace

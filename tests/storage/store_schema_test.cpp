@@ -9,7 +9,7 @@
 #include "storage/internal/sqlite_store.h"
 #include "storage/store.h"
 #include "test_util.h"
-#include "tuner/error.h"
+#include "base/error.h"
 
 namespace tune {
 namespace {

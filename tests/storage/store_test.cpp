@@ -10,7 +10,7 @@
 #include <map>
 
 #include "test_util.h"
-#include "tuner/error.h"
+#include "base/error.h"
 
 namespace tune {
 namespace {

@@ -251,7 +251,7 @@ search: {seed: 21}
 param_space:
   x: {uniform: [0, 1]}
   iterations: 8
-  sleep_s: 0.05
+  sleep_s: 0.1
   checkpoint: true
 )";
 
@@ -320,7 +320,7 @@ scheduler: {type: asha, promotion: true, reduction_factor: 3, max_t: 9}
 param_space:
   x: {uniform: [-1, 1]}
   iterations: 9
-  sleep_s: 0.1
+  sleep_s: 0.25
   checkpoint: true
 )");
   std::string storage = dir.file("store");

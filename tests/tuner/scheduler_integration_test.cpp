@@ -10,7 +10,7 @@
 
 #include "schedulers/scheduler.h"
 #include "test_util.h"
-#include "tuner/error.h"
+#include "base/error.h"
 #include "tuner/tuner.h"
 
 namespace tune {

@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "test_util.h"
-#include "tuner/error.h"
+#include "base/error.h"
 
 namespace tune {
 namespace {

@@ -2,7 +2,7 @@
 // Ray Train `prepare_model` / `prepare_data_loader` idea, C++-native).
 //
 //   tune::torch_dp::use_session_threads(session);             // cpus_per_worker intra-op threads
-//   MPI_Comm comm = session.communicator();
+//   MPI_Comm comm = tune::communicator(session);              // trainer/communicator.h
 //   auto sync = tune::torch_dp::prepare_model(*model, comm);   // broadcast rank 0's weights
 //   tune::torch_dp::DistributedSampler sampler(n, comm, /*seed=*/0);
 //   for (int64_t epoch = start; epoch < epochs; ++epoch) {
@@ -35,6 +35,7 @@
 #include <mpi.h>
 #include <torch/torch.h>
 
+#include "trainer/communicator.h"
 #include "trainer/session.h"
 #include "trainer/torch/process.h"
 

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "trainer/communicator.h"
 #include "trainer/session.h"
 #include "trainer/torch/distributed.h"
 
@@ -53,7 +54,7 @@ T get(const Json& config, const char* key, T fallback) {
 void mlp_trainable(Session& session) {
   const Json& c = session.config();
   torch::set_num_threads(session.cpus());
-  const MPI_Comm comm = session.communicator();
+  const MPI_Comm comm = communicator(session);
   const int rank = session.rank(), size = session.world_size();
   const int64_t samples = get<int64_t>(c, "samples", 512), features = get<int64_t>(c, "features", 16),
                 classes = get<int64_t>(c, "classes", 4), batch = get<int64_t>(c, "batch_size", 32),

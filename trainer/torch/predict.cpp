@@ -1,8 +1,5 @@
 #include "trainer/torch/predict.h"
 
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -10,8 +7,8 @@
 #include <iomanip>
 #include <iostream>
 
-#include "tuner/analysis.h"
-#include "tuner/error.h"
+#include "storage/analysis.h"
+#include "base/error.h"
 #include "trainer/torch/distributed.h"
 
 namespace tune::torch_dp {
@@ -113,37 +110,7 @@ data::Dataset read_prediction_input(const std::string& trainable, const std::str
                     "' (supported: fashion_mlp, fashion_cnn, taxi_tip)");
 }
 
-int run_predict_with(const LoadedModel& loaded, const PredictOptions& options, MPI_Comm comm, std::ostream& out);
-
-namespace {
-
-// Runs argv with mpirun over `workers` ranks; returns its exit code.
-int run_under_mpirun(int workers, const std::string& executable, const std::vector<std::string>& argv) {
-  std::vector<std::string> args = {"mpirun", "--oversubscribe", "--bind-to", "none", "-np", std::to_string(workers),
-                                   "--mca", "btl", "self,vader", "--mca", "btl_vader_single_copy_mechanism", "none"};
-  if (::geteuid() == 0) args.insert(args.begin() + 1, "--allow-run-as-root");
-  args.push_back(executable);
-  args.insert(args.end(), argv.begin(), argv.end());
-  std::vector<char*> raw;
-  for (auto& a : args) raw.push_back(a.data());
-  raw.push_back(nullptr);
-  std::cout.flush();
-  const pid_t pid = ::fork();
-  if (pid < 0) throw Error("tune predict: fork failed");
-  if (pid == 0) {
-    ::execvp("mpirun", raw.data());
-    std::perror("tune predict: cannot run mpirun (is openmpi-bin installed?)");
-    std::_Exit(127);
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
-}  // namespace
-
-int run_predict(const PredictOptions& options, const std::string& executable, const std::vector<std::string>& argv,
-                bool mpi_child, std::ostream& out) {
+void check_predict_options(const PredictOptions& options) {
   if (options.input.empty()) throw ConfigError("tune predict: --input is required");
   if (options.output.empty()) throw ConfigError("tune predict: --output is required");
   if (options.workers < 1) throw ConfigError("tune predict: --workers must be >= 1");
@@ -151,27 +118,19 @@ int run_predict(const PredictOptions& options, const std::string& executable, co
   if (options.experiment.empty() && options.checkpoint.empty()) {
     throw ConfigError("tune predict: give an experiment name or --checkpoint DIR");
   }
-  if (!mpi_child) {
-    LoadedModel loaded = options.checkpoint.empty()
-                             ? load_best_model(options.storage, options.experiment, options.metric, options.mode)
-                             : load_model(options.checkpoint);
-    if (!loaded.trial_name.empty()) {
-      out << "best trial " << loaded.trial_name << " (" << loaded.metric << " " << loaded.score << "), checkpoint "
-          << loaded.checkpoint << "\n";
-    }
-    if (options.workers > 1) {
-      std::vector<std::string> child = argv;
-      child.insert(child.end(), {"--checkpoint", loaded.checkpoint, "--mpi-child"});
-      out.flush();
-      return run_under_mpirun(options.workers, executable, child);
-    }
-    return run_predict_with(loaded, options, MPI_COMM_NULL, out);
-  }
+}
+
+LoadedModel load_predict_model(const PredictOptions& options) {
+  return options.checkpoint.empty() ? load_best_model(options.storage, options.experiment, options.metric, options.mode)
+                                    : load_model(options.checkpoint);
+}
+
+int predict_as_rank(const PredictOptions& options, std::ostream& out) {
   int provided = 0;
   MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
   int code = 1;
   try {
-    code = run_predict_with(load_model(options.checkpoint), options, MPI_COMM_WORLD, out);
+    code = predict_to_csv(load_model(options.checkpoint), options, MPI_COMM_WORLD, out);
   } catch (const std::exception& e) {
     std::cerr << "tune predict (rank " << rank_of(MPI_COMM_WORLD) << "): " << e.what() << "\n";
     MPI_Abort(MPI_COMM_WORLD, 1);
@@ -180,7 +139,7 @@ int run_predict(const PredictOptions& options, const std::string& executable, co
   return code;
 }
 
-int run_predict_with(const LoadedModel& loaded, const PredictOptions& options, MPI_Comm comm, std::ostream& out) {
+int predict_to_csv(const LoadedModel& loaded, const PredictOptions& options, MPI_Comm comm, std::ostream& out) {
   keep_freed_memory();
   torch::set_num_threads(1);
   const auto started = std::chrono::steady_clock::now();

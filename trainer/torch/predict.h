@@ -70,11 +70,22 @@ struct PredictOptions {
   int64_t batch_size = kInferenceBatch;
 };
 
-// `tune predict`: writes `output` as CSV (row,prediction,confidence[,label])
-// and prints one summary line (with accuracy when the input has labels) to
-// `out`. With workers > 1, re-runs `executable` under mpirun (argv as given
-// plus an internal flag). Returns the exit code.
-int run_predict(const PredictOptions& options, const std::string& executable, const std::vector<std::string>& argv,
-                bool mpi_child, std::ostream& out);
+// Throws ConfigError for a missing input/output, workers or batch size < 1,
+// or neither an experiment nor a checkpoint.
+void check_predict_options(const PredictOptions& options);
+
+// The model options name: the checkpoint given, or the experiment's best.
+LoadedModel load_predict_model(const PredictOptions& options);
+
+// `tune predict` on the ranks of `comm` (MPI_COMM_NULL: this process
+// alone): scores the input, and rank 0 writes `output` as CSV
+// (row,prediction,confidence[,label]) and prints one summary line (with the
+// accuracy when the input has labels) to `out`. Returns the exit code.
+int predict_to_csv(const LoadedModel& loaded, const PredictOptions& options, MPI_Comm comm, std::ostream& out);
+
+// One rank of `tune predict --workers N` (the CLI starts N under mpirun,
+// with options.checkpoint set): MPI_Init, predict_to_csv on
+// MPI_COMM_WORLD, MPI_Finalize. Returns the exit code.
+int predict_as_rank(const PredictOptions& options, std::ostream& out);
 
 }  // namespace tune::torch_dp

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <stdexcept>
 
+#include "trainer/communicator.h"
 #include "trainer/torch/distributed.h"
 #include "trainer/torch/models.h"
 
@@ -76,7 +77,7 @@ TrainValidation example_data(const std::string& trainable, const Json& c) {
 
 void train_classifier(Session& session, const std::string& trainable, const TrainValidation& data) {
   const Json& c = session.config();
-  const MPI_Comm comm = session.communicator();
+  const MPI_Comm comm = communicator(session);
   const int rank = session.rank(), size = session.world_size();
   const int64_t seed = config_int(c, "seed", 0), epochs = config_int(c, "epochs", 10),
                 batch = config_int(c, "batch_size", 64), fail_rank = config_int(c, "fail_rank", -1),

@@ -1,9 +1,12 @@
-// Error types shared by every tune component.
+// Errors: the one error style of every tune component.
 //
 // tune reports failures with exceptions (the libtorch style): every exception
 // tune throws derives from tune::Error and its what() is one line a user can
-// act on. Configuration mistakes are ConfigError, whose what() starts with
-// "FILE:LINE: " when the mistake came from a file.
+// act on. Configuration mistakes are ConfigError (exit status 2 in the CLI);
+// when the mistake came from a file, what() starts with "FILE:LINE: ".
+//
+//   throw tune::ConfigError::at("scheduler.max_t", "max_t must be positive");
+//   // the sweep loader rethrows it as "sweep.yaml:7: max_t must be positive"
 #pragma once
 
 #include <stdexcept>
@@ -24,24 +27,33 @@ class ConfigError : public Error {
   ConfigError(const std::string& file, int line, const std::string& message)
       : Error(format(file, line, message)) {}
 
-  // An error about one key of a sweep ("scheduler.max_t", "data.label",
-  // "preprocess[0]"): the sweep loader turns the key path into file:line.
+  // An error about the value of one key of a sweep ("scheduler.max_t",
+  // "data.label", "preprocess[0]"): the sweep loader turns the key path into
+  // the file:line of that value.
   static ConfigError at(const std::string& key_path, const std::string& message) {
     ConfigError error(message);
     error.key_path_ = key_path;
     return error;
   }
+  // Likewise, about the key itself (unknown or duplicate): the key's line.
+  static ConfigError at_key(const std::string& key_path, const std::string& message) {
+    ConfigError error = at(key_path, message);
+    error.about_key_ = true;
+    return error;
+  }
   // The key path the error is about; "" when unknown.
   const std::string& key_path() const { return key_path_; }
+  bool about_key() const { return about_key_; }
 
  private:
-  std::string key_path_;
-
   static std::string format(const std::string& file, int line, const std::string& message) {
     if (file.empty()) return message;
     if (line <= 0) return file + ": " + message;
     return file + ":" + std::to_string(line) + ": " + message;
   }
+
+  std::string key_path_;
+  bool about_key_ = false;
 };
 
 // A query named something that does not exist (experiment, trial). Exit status 2.

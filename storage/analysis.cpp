@@ -1,8 +1,8 @@
-#include "tuner/analysis.h"
+#include "storage/analysis.h"
 
 #include <cmath>
 
-#include "tuner/error.h"
+#include "base/error.h"
 
 namespace tune {
 

@@ -1,10 +1,10 @@
-#include "tuner/analysis.h"
+#include "storage/analysis.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "tuner/error.h"
+#include "base/error.h"
 
 namespace tune {
 namespace {

@@ -1,0 +1,97 @@
+// Internal: population based training (Jaderberg et al. 2017; Ray's
+// PopulationBasedTraining), the base of PB2 (schedulers/pb2_scheduler.cpp).
+//
+// Every perturbation_interval (of time_attr) after burn_in_period, a trial in
+// the bottom quantile_fraction of the population (by its latest score) clones
+// the latest checkpoint and config of a random trial of the top quantile
+// (never one without a checkpoint) and explores: explore() gives the new
+// config. PBT's explore resamples each key of hyperparam_mutations from its
+// domain with resample_probability, else multiplies a number by one of
+// perturbation_factors (clipped to the domain's bounds, integers rounded) or
+// moves a list value to a neighbouring entry.
+// synch: every live trial pauses at the interval boundary; once all are there
+// the quantiles are taken once and the losers exploit as they are resumed.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "schedulers/params.h"
+#include "schedulers/scheduler.h"
+#include "search/domain.h"
+
+namespace tune::internal {
+
+// The leaves of a (possibly nested) mapping of hyperparameter -> spec, with
+// dotted paths; a mapping whose only key is a domain name is a leaf.
+std::vector<std::pair<std::string, Json>> flatten_hyperparams(const Json& node);
+
+class PbtScheduler : public Scheduler {
+ public:
+  // PBT: the keys of the scheduler block with hyperparam_mutations.
+  PbtScheduler(const Json& params, const std::string& metric, const std::string& mode);
+
+  void on_trial_add(int64_t trial, const Json& config) override;
+  void on_checkpoint(int64_t trial, int64_t) override;
+  void on_trial_complete(int64_t trial, const Json&) override { end(trial); }
+  void on_trial_error(int64_t trial) override { end(trial); }
+  TrialDecision on_result(int64_t trial, const Json& result) override;
+  std::optional<int64_t> choose_trial_to_run(const std::vector<int64_t>& paused) override;
+  TrialDecision on_trial_resume(int64_t trial) override;
+  Json save_state() const override;
+  void restore_state(const Json& state) override;
+
+ protected:
+  struct Member {
+    Json config;
+    double score = NAN;  // latest, in max-form
+    double last_perturb = 0;
+    bool has_checkpoint = false;
+    bool alive = true;
+    bool waiting = false;               // synch: paused at the boundary
+    std::optional<TrialDecision> plan;  // synch: what happens when it resumes
+    // (time, score) at each result (PB2 fits its model on them).
+    std::vector<std::pair<double, double>> history;
+  };
+
+  // For subclasses: reads the common keys; `keys` lists every key the
+  // scheduler `type` accepts (the subclass reads its own).
+  PbtScheduler(const std::string& type, const Json& params, const std::vector<std::string>& keys,
+               const std::string& metric, const std::string& mode);
+  static std::vector<std::string> common_keys();
+
+  // The config a loser continues with, from the donor's, at time `t`.
+  virtual Json explore(const Json& donor_config, double t);
+
+  const std::map<int64_t, Member>& members() const { return members_; }
+  std::mt19937_64& rng() { return rng_; }
+
+ private:
+  // One mutable hyperparameter of PBT.
+  struct Mutation {
+    std::string path;
+    bool is_list = false;
+    std::vector<Json> values;  // is_list
+    Domain domain;             // otherwise
+  };
+
+  void parse_mutations(const SchedulerParams& p);
+  void end(int64_t trial);
+  void quantiles(std::vector<int64_t>* lower, std::vector<int64_t>* upper) const;
+  TrialDecision decide(int64_t trial, double t);
+  void plan_if_all_waiting();
+
+  std::string time_attr_, metric_;
+  double sign_ = -1, interval_ = 60, burn_in_ = 0, quantile_ = 0.25, resample_ = 0.25;
+  std::vector<double> factors_ = {1.2, 0.8};
+  bool synch_ = false;
+  std::vector<Mutation> mutations_;
+  std::map<int64_t, Member> members_;
+  std::mt19937_64 rng_;
+};
+
+}  // namespace tune::internal

@@ -1,0 +1,306 @@
+// The driver's decision paths, a step at a time, with a fake executor and a
+// fake clock: pause and resume, exploit, retry after a failure, stop
+// criteria, interrupt and resume, stale events, and determinism.
+#include <gtest/gtest.h>
+
+#include <deque>
+#include <filesystem>
+#include <fstream>
+
+#include "driver_test_util.h"
+#include "schedulers/scheduler.h"
+#include "storage/store.h"
+#include "tuner/prepare.h"
+
+namespace tune {
+namespace {
+
+using internal::AttemptId;
+using internal::Verdict;
+using testing::FakeClock;
+using testing::FakeExecutor;
+using testing::TempDir;
+
+// Decisions from a script, per trial; resumes the first paused trial.
+class ScriptedScheduler : public Scheduler {
+ public:
+  explicit ScriptedScheduler(std::map<int64_t, std::deque<TrialDecision>> script = {}) : script_(std::move(script)) {}
+  TrialDecision on_result(int64_t trial, const Json&) override {
+    auto& next = script_[trial];
+    if (next.empty()) return TrialDecision::next();
+    TrialDecision decision = next.front();
+    next.pop_front();
+    return decision;
+  }
+  std::optional<int64_t> choose_trial_to_run(const std::vector<int64_t>& paused) override {
+    chosen_from.push_back(paused);
+    return paused.front();
+  }
+  std::vector<std::vector<int64_t>> chosen_from;
+
+ private:
+  std::map<int64_t, std::deque<TrialDecision>> script_;
+};
+
+SweepSpec spec_of(int64_t samples) {
+  SweepSpec spec;
+  spec.name = "fake";
+  spec.metric = "loss";
+  spec.mode = "min";
+  spec.num_samples = samples;
+  spec.search.seed = 1;
+  spec.param_space.add("x", uniform(0, 1));
+  return spec;
+}
+
+class Harness {
+ public:
+  explicit Harness(const std::string& storage = "") : storage_(storage.empty() ? dir_.path() : storage) {}
+  ~Harness() {
+    if (fake) fake->end_all();
+  }
+
+  void open(SweepSpec spec, int slots, std::unique_ptr<Scheduler> scheduler, bool resume = false) {
+    RunConfig run;
+    run.storage_path = storage_;
+    run.slots = slots;
+    run.verbose = false;
+    auto sweep = internal::prepare_sweep(std::move(spec), run, [](Session&) {}, std::move(scheduler), nullptr, resume);
+    internal::DriverEnvironment env;
+    env.clock = &clock;
+    env.interrupt = &interrupt;
+    env.make_executor = [this](const internal::ExecutorContext& context) {
+      auto executor = std::make_unique<FakeExecutor>(context.events);
+      fake = executor.get();
+      return executor;
+    };
+    driver = std::make_unique<internal::Driver>(std::move(sweep), run, resume, env);
+    driver->open();
+  }
+  bool step() { return driver->step(std::chrono::microseconds(0)); }
+
+  TrialRecord trial(int64_t index) { return *driver->store().trial(driver->experiment_id(), index); }
+  std::string status(int64_t index) { return trial(index).status; }
+  // A checkpoint directory holding one file.
+  std::string checkpoint(const std::string& name, const std::string& content) {
+    const std::string path = dir_.file(name);
+    std::filesystem::create_directories(path);
+    std::ofstream(path + "/state") << content;
+    return path;
+  }
+
+  FakeClock clock;
+  std::atomic<int> interrupt{0};
+  FakeExecutor* fake = nullptr;
+  std::unique_ptr<internal::Driver> driver;
+
+ private:
+  TempDir dir_;
+  std::string storage_;
+};
+
+TEST(DriverPause, FreesTheSlotAndTheResumedTrialContinuesFromItsCheckpoint) {
+  Harness h;
+  h.open(spec_of(2), /*slots=*/1, std::make_unique<ScriptedScheduler>(std::map<int64_t, std::deque<TrialDecision>>{
+                                      {0, {TrialDecision::pause()}}}));
+  ASSERT_TRUE(h.step());
+  ASSERT_EQ(h.fake->started.size(), 1u);
+  const std::string c0 = h.checkpoint("c0", "zero");
+  h.clock.advance(2);
+  h.fake->report({0, 1}, {{"loss", 0.5}}, c0);
+  ASSERT_TRUE(h.step());
+  EXPECT_EQ(h.fake->verdict({0, 1}), Verdict::kStop);
+  EXPECT_EQ(h.status(0), kPaused);
+  EXPECT_EQ(h.fake->started.size(), 1u) << "the pausing attempt still holds the only slot";
+  auto results = h.driver->store().results(h.trial(0).id);
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].metrics["time_this_iter_s"], 2.0);
+
+  h.fake->end({0, 1}, /*stopped=*/true);
+  ASSERT_TRUE(h.step());
+  const FakeExecutor::Started* resumed = h.fake->latest(0);
+  ASSERT_NE(resumed, nullptr);
+  EXPECT_EQ(resumed->attempt.attempt, 2);
+  EXPECT_EQ(resumed->trial.iteration, 1);
+  ASSERT_TRUE(resumed->trial.checkpoint.has_value());
+  EXPECT_EQ(resumed->trial.checkpoint->path, c0);
+  EXPECT_EQ(h.status(0), kRunning);
+  EXPECT_EQ(h.fake->started.size(), 2u) << "trial 1 waits: the scheduler resumed trial 0 first";
+
+  h.clock.advance(3);
+  h.fake->report({0, 2}, {{"loss", 0.4}});
+  ASSERT_TRUE(h.step());
+  EXPECT_EQ(h.fake->verdict({0, 2}), Verdict::kContinue);
+  results = h.driver->store().results(h.trial(0).id);
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(results[1].iteration, 2) << "the iteration count goes on";
+  EXPECT_EQ(results[1].metrics["time_total_s"], 5.0) << "paused time is not run time";
+}
+
+TEST(DriverExploit, RestartsTheTrialFromACopyOfTheDonorsCheckpointWithTheNewConfig) {
+  Harness h;
+  h.open(spec_of(2), /*slots=*/2, std::make_unique<ScriptedScheduler>(std::map<int64_t, std::deque<TrialDecision>>{
+                                      {1, {TrialDecision::exploit(0, {{"x", 0.25}})}}}));
+  ASSERT_TRUE(h.step());
+  ASSERT_EQ(h.fake->started.size(), 2u);
+  h.fake->report({0, 1}, {{"loss", 0.1}}, h.checkpoint("c0", "donor"));
+  h.fake->report({1, 1}, {{"loss", 0.9}}, h.checkpoint("c1", "mine"));
+  ASSERT_TRUE(h.step());
+  EXPECT_EQ(h.fake->verdict({0, 1}), Verdict::kContinue);
+  EXPECT_EQ(h.fake->verdict({1, 1}), Verdict::kStop);
+  EXPECT_EQ(h.trial(1).config, (Json{{"x", 0.25}}));
+  auto exploits = h.driver->store().exploits(h.driver->experiment_id());
+  ASSERT_EQ(exploits.size(), 1u);
+  EXPECT_EQ(exploits[0].donor_trial_id, h.trial(0).id);
+  EXPECT_EQ(exploits[0].iteration, 1);
+  EXPECT_EQ(exploits[0].donor_iteration, 1);
+  std::ifstream copy(exploits[0].checkpoint_path + "/state");
+  std::string content;
+  copy >> content;
+  EXPECT_EQ(content, "donor");
+
+  h.fake->end({1, 1}, true);
+  ASSERT_TRUE(h.step());
+  const FakeExecutor::Started* restarted = h.fake->latest(1);
+  EXPECT_EQ(restarted->attempt.attempt, 2);
+  EXPECT_EQ(restarted->trial.config, (Json{{"x", 0.25}}));
+  ASSERT_TRUE(restarted->trial.checkpoint.has_value());
+  EXPECT_EQ(restarted->trial.checkpoint->path, exploits[0].checkpoint_path);
+}
+
+TEST(DriverFailure, RetriesFromTheLastCheckpointThenMarksTheTrialError) {
+  SweepSpec spec = spec_of(1);
+  spec.failure.max_failures = 1;
+  Harness h;
+  h.open(spec, 1, std::make_unique<ScriptedScheduler>());
+  ASSERT_TRUE(h.step());
+  const std::string c0 = h.checkpoint("c0", "zero");
+  h.fake->report({0, 1}, {{"loss", 0.5}}, c0);
+  ASSERT_TRUE(h.step());
+  h.fake->crash({0, 1}, "boom");
+  ASSERT_TRUE(h.step());
+  EXPECT_EQ(h.trial(0).error, "boom");
+  const FakeExecutor::Started* retry = h.fake->latest(0);
+  EXPECT_EQ(retry->attempt.attempt, 2);
+  EXPECT_EQ(retry->trial.iteration, 1);
+  EXPECT_EQ(retry->trial.checkpoint->path, c0);
+  EXPECT_EQ(h.status(0), kRunning);
+
+  h.fake->crash({0, 2}, "boom again");
+  EXPECT_TRUE(h.step());
+  EXPECT_EQ(h.status(0), kError);
+  EXPECT_EQ(h.trial(0).error, "boom again");
+  EXPECT_FALSE(h.step()) << "nothing left to run";
+}
+
+TEST(DriverStopCriteria, EndTheTrialAtTheIterationOrTheThreshold) {
+  SweepSpec spec = spec_of(2);
+  spec.stop.training_iteration = 2;
+  spec.stop.metric_thresholds["loss"] = 0.2;
+  Harness h;
+  h.open(spec, 2, std::make_unique<ScriptedScheduler>());
+  ASSERT_TRUE(h.step());
+  h.fake->report({0, 1}, {{"loss", 0.5}});
+  h.fake->report({1, 1}, {{"loss", 0.1}});  // below the threshold (mode min)
+  ASSERT_TRUE(h.step());
+  EXPECT_EQ(h.fake->verdict({0, 1}), Verdict::kContinue);
+  EXPECT_EQ(h.fake->verdict({1, 1}), Verdict::kStop);
+  EXPECT_EQ(h.status(1), kTerminated);
+  h.fake->report({0, 1}, {{"loss", 0.4}});
+  ASSERT_TRUE(h.step());
+  EXPECT_EQ(h.fake->verdict({0, 1}), Verdict::kStop);
+  EXPECT_EQ(h.status(0), kTerminated);
+  EXPECT_EQ(h.trial(0).last_iteration, 2);
+  h.fake->end({0, 1}, true);
+  h.fake->end({1, 1}, true);
+  ASSERT_TRUE(h.step());
+  EXPECT_FALSE(h.step());
+}
+
+TEST(DriverInterrupt, RequeuesRunningTrialsAndResumeRestartsThemFromTheirCheckpoints) {
+  TempDir store;
+  const std::string c0 = store.file("c0");
+  std::filesystem::create_directories(c0);
+  {
+    Harness h(store.path());
+    h.open(spec_of(3), 2, std::make_unique<ScriptedScheduler>());
+    ASSERT_TRUE(h.step());
+    h.fake->report({0, 1}, {{"loss", 0.5}}, c0);
+    ASSERT_TRUE(h.step());
+    h.interrupt = 1;
+    ASSERT_TRUE(h.step());
+    EXPECT_EQ(h.status(0), kPending);
+    EXPECT_EQ(h.status(1), kPending);
+    EXPECT_EQ(h.fake->cancelled.size(), 2u);
+    h.fake->crash({0, 1}, "killed", true);
+    h.fake->crash({1, 1}, "killed", true);
+    EXPECT_TRUE(h.step());
+    EXPECT_FALSE(h.step());
+    h.driver->finish();
+    EXPECT_EQ(h.driver->store().find_experiment("fake")->status, "INTERRUPTED");
+    EXPECT_EQ(h.status(0), kPending) << "a failure after the interrupt is not the trial's";
+    EXPECT_FALSE(h.driver->store().trial(h.driver->experiment_id(), 2).has_value());
+  }
+  Harness resumed(store.path());
+  auto stored = Store::open(store.path())->find_experiment("fake");
+  SweepSpec spec = SweepSpec::from_json(stored->spec);
+  resumed.open(spec, 2, std::make_unique<ScriptedScheduler>(), /*resume=*/true);
+  ASSERT_TRUE(resumed.step());
+  ASSERT_EQ(resumed.fake->started.size(), 2u);
+  EXPECT_EQ(resumed.fake->latest(0)->attempt.attempt, 2);
+  EXPECT_EQ(resumed.fake->latest(0)->trial.iteration, 1);
+  EXPECT_EQ(resumed.fake->latest(0)->trial.checkpoint->path, c0);
+  EXPECT_FALSE(resumed.fake->latest(1)->trial.checkpoint.has_value());
+  resumed.fake->end({0, 2}, false);
+  resumed.fake->end({1, 2}, false);
+  ASSERT_TRUE(resumed.step());
+  EXPECT_EQ(resumed.fake->latest(2)->attempt.attempt, 1) << "the searcher goes on with trial 2";
+}
+
+TEST(DriverEvents, StaleResultsGetStopAndRecordNothing) {
+  Harness h;
+  h.open(spec_of(1), 1, std::make_unique<ScriptedScheduler>(std::map<int64_t, std::deque<TrialDecision>>{
+                            {0, {TrialDecision::stop()}}}));
+  ASSERT_TRUE(h.step());
+  h.fake->report({0, 1}, {{"loss", 0.5}});
+  h.fake->report({0, 1}, {{"loss", 0.4}});  // after the stop verdict: stale
+  ASSERT_TRUE(h.step());
+  const std::vector<Verdict> both_stopped = {Verdict::kStop, Verdict::kStop};
+  EXPECT_EQ((h.fake->verdicts[AttemptId{0, 1}]), both_stopped);
+  EXPECT_EQ(h.driver->store().results(h.trial(0).id).size(), 1u);
+  EXPECT_EQ(h.status(0), kTerminated);
+}
+
+// The same events on the same clock give the same store, byte for byte.
+std::string run_scripted_sweep() {
+  Harness h;
+  h.open(spec_of(4), 2, std::make_unique<ScriptedScheduler>(std::map<int64_t, std::deque<TrialDecision>>{
+                            {0, {TrialDecision::next(), TrialDecision::pause()}}, {1, {TrialDecision::stop()}}}));
+  for (int round = 0; round < 40 && h.step(); ++round) {
+    for (const AttemptId& attempt : std::set<AttemptId>(h.fake->live_attempts())) {
+      if (h.fake->verdict(attempt) == Verdict::kStop) {
+        h.fake->end(attempt, true);
+      } else {
+        h.clock.advance(0.5);
+        h.fake->report(attempt, {{"loss", 1.0 / (round + 1 + attempt.trial)}});
+        if (round % 3 == 2) h.fake->end(attempt, false);  // the trainable returns
+      }
+    }
+  }
+  std::string dump;
+  for (const auto& record : h.driver->store().trials(h.driver->experiment_id())) {
+    dump += record.status + " attempts " + std::to_string(record.attempts) + " " + record.config.dump() + "\n";
+    for (const auto& result : h.driver->store().results(record.id)) dump += result.metrics.dump() + "\n";
+  }
+  return dump;
+}
+
+TEST(DriverDeterminism, TheSameEventsGiveTheSameStore) {
+  const std::string first = run_scripted_sweep();
+  EXPECT_NE(first.find("attempts 2"), std::string::npos) << "trial 0 paused and resumed:\n" << first;
+  EXPECT_EQ(std::count(first.begin(), first.end(), '\n'), 4 + 10) << first;
+  EXPECT_EQ(first, run_scripted_sweep());
+}
+
+}  // namespace
+}  // namespace tune

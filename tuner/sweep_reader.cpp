@@ -1,0 +1,324 @@
+#include "tuner/sweep_reader.h"
+
+#include <algorithm>
+#include <limits>
+#include <set>
+
+#include "base/names.h"
+#include "base/options.h"
+#include "search/domain.h"
+#include "search/searcher.h"
+
+namespace tune::internal {
+namespace {
+
+const std::vector<std::string> kTopKeys = {
+    "name",       "trainable", "metric",     "mode",      "num_samples", "max_concurrent_trials",
+    "resources",  "search",    "scheduler",  "stop",      "param_space", "points_to_evaluate",
+    "checkpoint", "failure",   "data",       "preprocess"};
+const std::vector<std::string> kResourceKeys = {"workers", "cpus_per_worker", "use_mpi"};
+const std::vector<std::string> kCheckpointKeys = {"num_to_keep", "score_attribute", "score_order"};
+const std::vector<std::string> kFailureKeys = {"max_failures"};
+constexpr int64_t kMaxInt = std::numeric_limits<int>::max();
+
+std::string join_path(const std::string& prefix, const std::string& key) {
+  return prefix.empty() ? key : prefix + "." + key;
+}
+
+bool is_domain_name(const std::string& key) {
+  const auto& names = domain_names();
+  return std::find(names.begin(), names.end(), key) != names.end();
+}
+
+bool is_min_max(const std::string& s) { return s == "min" || s == "max"; }
+
+OptionStyle written_style(const std::string& section) {
+  OptionStyle style;
+  style.label = section.empty() ? "" : section + ".";
+  style.values_as_written = true;
+  return style;
+}
+
+// A mapping section as a reader: "resources must be a mapping, got a list";
+// unknown keys (when `valid` is given) get a did-you-mean at their line.
+OptionReader section(const OrderedJson& value, const std::string& name, const std::vector<std::string>* valid) {
+  if (!value.is_null() && !value.is_object())
+    throw ConfigError::at(name, name + " must be a mapping, got " + describe_kind(value));
+  OptionReader reader(value.is_null() ? Json::object() : to_json(value), name, written_style(name));
+  if (valid) {
+    if (auto key = reader.unknown_key(*valid))
+      throw ConfigError::at_key(name + "." + *key, "unknown key '" + *key + "' in " + name +
+                                                       did_you_mean_or_list(*key, *valid, "valid keys"));
+  }
+  return reader;
+}
+
+// Walks a param_space mapping in file order; every error names the
+// parameter's key path.
+void read_space(SearchSpace& space, const OrderedJson& node, const std::string& prefix, const std::string& doc_path) {
+  for (const auto& [name, value] : node.items()) {
+    const std::string path = join_path(prefix, name);
+    const std::string at = join_path(doc_path, name);
+    if (name.empty()) throw ConfigError::at_key(at, "parameter names must be non-empty strings");
+    try {
+      if (value.is_object() && value.size() == 1) {
+        const std::string kind = value.begin().key();
+        const OrderedJson& args = value.begin().value();
+        if (is_domain_name(kind)) {
+          Json json_args = to_json(args);
+          if (json_args.is_null()) json_args = Json::array();
+          Domain domain;
+          try {
+            domain = make_domain(kind, json_args);
+          } catch (const ConfigError& e) {
+            throw ConfigError::at_key(at, "parameter '" + path + "': " + e.what());
+          }
+          space.add(path, std::move(domain));
+          continue;
+        }
+        const std::string hint = did_you_mean(kind, domain_names());
+        if (!hint.empty() && args.is_array())
+          throw ConfigError::at_key(at + "." + kind, "unknown domain '" + kind + "' for parameter '" + path + "'" + hint);
+      }
+      if (value.is_object() && !value.empty()) {
+        read_space(space, value, path, at);
+      } else {
+        space.constant(path, to_json(value));
+      }
+    } catch (const ConfigError& e) {
+      // add()/constant() know no position: the parameter's key is it.
+      if (!e.key_path().empty()) throw;
+      throw ConfigError::at_key(at, e.what());
+    }
+  }
+}
+
+SearchSpace read_param_space(const OrderedJson& node, const std::string& doc_path) {
+  if (!node.is_object())
+    throw ConfigError::at(doc_path, "param_space must be a mapping of parameter names, got " + describe_kind(node));
+  SearchSpace space;
+  read_space(space, node, "", doc_path);
+  return space;
+}
+
+class Reader {
+ public:
+  explicit Reader(const YamlDocument& doc) : doc_(doc) {}
+
+  SweepSpec read() {
+    const OrderedJson& root = doc_.root;
+    SweepSpec spec;
+    for (const auto& [key, value] : root.items()) {
+      if (key.rfind("x-", 0) == 0) continue;  // a place for YAML anchors (`x-defaults: &d ...`)
+      if (std::find(kTopKeys.begin(), kTopKeys.end(), key) == kTopKeys.end())
+        throw ConfigError::at_key(key, "unknown key '" + key + "'" + did_you_mean_or_list(key, kTopKeys, "valid keys"));
+      read_key(spec, key, value);
+    }
+    if (!seen_.count("trainable")) throw ConfigError::at_key("", "missing required key 'trainable'");
+    if (!seen_.count("param_space")) throw ConfigError::at_key("", "missing required key 'param_space'");
+    if (!spec.metric.empty() && spec.mode.empty())
+      throw ConfigError::at("metric", "metric '" + spec.metric + "' needs a mode (min or max)");
+    if (spec.metric.empty() && !spec.mode.empty())
+      throw ConfigError::at("mode", "mode '" + spec.mode + "' needs a metric");
+    if (seen_.count("points_to_evaluate")) read_points(root.at("points_to_evaluate"), spec);
+    return spec;
+  }
+
+ private:
+  // One top-level key; `value` null keeps the default (but trainable and
+  // param_space are required to have one).
+  void read_key(SweepSpec& spec, const std::string& key, const OrderedJson& value) {
+    seen_.insert(key);
+    OptionReader one(Json{{key, to_json_scalar(value)}}, "", written_style(""));
+    if (key == "trainable") {
+      spec.trainable = one.text(key, "");
+      if (spec.trainable.empty()) throw ConfigError::at(key, "trainable must be a non-empty string");
+    } else if (key == "param_space") {
+      spec.param_space = read_param_space(value, key);
+    } else if (value.is_null()) {
+      return;
+    } else if (key == "name") {
+      spec.name = one.text(key, "");
+    } else if (key == "metric") {
+      spec.metric = one.text(key, "");
+    } else if (key == "mode") {
+      spec.mode = one.text(key, "");
+      if (!is_min_max(spec.mode)) throw ConfigError::at(key, "mode must be 'min' or 'max', got '" + spec.mode + "'");
+    } else if (key == "num_samples") {
+      spec.num_samples = one.integer_in(key, 1, 1, kMaxInt, "a positive integer");
+    } else if (key == "max_concurrent_trials") {
+      spec.max_concurrent_trials = static_cast<int>(one.integer_in(key, 0, 0, kMaxInt, "a non-negative integer"));
+    } else if (key == "resources") {
+      read_resources(value, spec.resources);
+    } else if (key == "search") {
+      read_search(value, spec.search);
+    } else if (key == "scheduler") {
+      read_scheduler(value, spec.scheduler);
+    } else if (key == "stop") {
+      read_stop(value, spec.stop);
+    } else if (key == "checkpoint") {
+      read_checkpoint(value, spec.checkpoint);
+    } else if (key == "failure") {
+      const OptionReader failure = section(value, key, &kFailureKeys);
+      spec.failure.max_failures =
+          static_cast<int>(failure.integer_in("max_failures", 0, -1, kMaxInt, "an integer >= -1"));
+    } else if (key == "data") {
+      if (!value.is_object())
+        throw ConfigError::at(key, "data must be a mapping (path, label, ...), got " + describe_kind(value));
+      spec.data = to_json(value);
+    } else if (key == "preprocess") {
+      if (!value.is_array())
+        throw ConfigError::at(key, "preprocess must be a list of preprocessors, got " + describe_kind(value));
+      spec.preprocess = to_json(value);
+    }
+  }
+
+  // Scalars as they are; lists and mappings only by kind (the readers of
+  // scalar keys reject them without looking inside).
+  static Json to_json_scalar(const OrderedJson& value) {
+    if (value.is_object()) return Json::object();
+    if (value.is_array()) return Json::array();
+    return to_json(value);
+  }
+
+  void read_resources(const OrderedJson& value, Resources& r) const {
+    const OptionReader o = section(value, "resources", &kResourceKeys);
+    r.workers = static_cast<int>(o.integer_in("workers", r.workers, 1, kMaxInt, "a positive integer"));
+    r.cpus_per_worker = static_cast<int>(o.integer_in("cpus_per_worker", r.cpus_per_worker, 1, kMaxInt, "a positive integer"));
+    r.use_mpi = o.boolean("use_mpi", r.use_mpi);
+  }
+
+  void read_search(const OrderedJson& value, SearchOptions& search) const {
+    const OptionReader o = section(value, "search", nullptr);
+    for (const auto& [key, item] : o.options().items()) {
+      if (key == "algorithm") {
+        search.algorithm = o.text(key, search.algorithm);
+        check_algorithm(search.algorithm);
+      } else if (key == "seed") {
+        if (item.is_null()) continue;
+        if (!item.is_number_unsigned() && !(item.is_number_integer() && item.get<int64_t>() >= 0))
+          o.fail(key, "must be a non-negative integer");
+        search.seed = item.get<uint64_t>();
+      } else {
+        search.params[key] = item;  // the algorithm's own options: checked in prepare_sweep
+      }
+    }
+  }
+
+  // search/ owns the list of algorithms and its message.
+  static void check_algorithm(const std::string& algorithm) {
+    SearchOptions probe;
+    probe.algorithm = algorithm;
+    probe.seed = 0;
+    probe.metric = "probe";
+    probe.mode = "min";
+    try {
+      make_searcher(probe, SearchSpace(), 1, {});
+    } catch (const ConfigError& e) {
+      throw ConfigError::at("search.algorithm", e.what());
+    }
+  }
+
+  void read_scheduler(const OrderedJson& value, SchedulerOptions& scheduler) const {
+    const OptionReader o = section(value, "scheduler", nullptr);
+    for (const auto& [key, item] : o.options().items()) {
+      if (key == "type") {
+        scheduler.type = o.text(key, scheduler.type);
+      } else {
+        scheduler.params[key] = item;
+      }
+    }
+  }
+
+  void read_stop(const OrderedJson& value, StopCriteria& stop) const {
+    const OptionReader o = section(value, "stop", nullptr);
+    for (const auto& [key, item] : o.options().items()) {
+      if (item.is_null()) continue;
+      if (key == "training_iteration") {
+        stop.training_iteration = o.integer_in(key, 1, 1, kMaxInt, "a positive integer");
+      } else if (key == "time_budget_s") {
+        stop.time_budget_s = o.number(key, 1, Bound::above(0));
+      } else {
+        stop.metric_thresholds[key] = o.finite_number(key, 0);
+      }
+    }
+  }
+
+  void read_checkpoint(const OrderedJson& value, CheckpointOptions& c) const {
+    const OptionReader o = section(value, "checkpoint", &kCheckpointKeys);
+    c.num_to_keep = static_cast<int>(o.integer_in("num_to_keep", c.num_to_keep, 0, kMaxInt, "a non-negative integer"));
+    c.score_attribute = o.text("score_attribute", c.score_attribute);
+    c.score_order = o.text("score_order", c.score_order);
+    if (!c.score_order.empty() && !is_min_max(c.score_order))
+      throw ConfigError::at("checkpoint.score_order",
+                            "checkpoint.score_order must be 'min' or 'max', got '" + c.score_order + "'");
+  }
+
+  void read_points(const OrderedJson& node, SweepSpec& spec) const {
+    const std::string expected = "points_to_evaluate must be a list of mappings (parameter: value)";
+    if (!node.is_array()) throw ConfigError::at("points_to_evaluate", expected + ", got " + describe_kind(node));
+    for (size_t i = 0; i < node.size(); ++i) {
+      const std::string at = "points_to_evaluate[" + std::to_string(i) + "]";
+      if (!node[i].is_object()) throw ConfigError::at(at, expected + ", got " + describe_kind(node[i]));
+      spec.points_to_evaluate.push_back(to_json(node[i]));  // their keys: check_sweep
+    }
+  }
+
+  const YamlDocument& doc_;
+  std::set<std::string> seen_;
+};
+
+}  // namespace
+
+ConfigError SweepSource::locate(const ConfigError& error) const {
+  std::string path = error.key_path();
+  std::string prefix;
+  if (path == "scheduler" || path.rfind("scheduler.", 0) == 0) {
+    path = "scheduler";  // scheduler errors point at the block
+    prefix = "scheduler: ";
+  } else if (path == "search") {
+    prefix = "search: ";
+  }
+  int line = 0;
+  if (path.empty()) {
+    if (error.about_key()) line = root_line_;  // a key the whole file lacks
+  } else if (const SourceMap::Lines* lines = lines_.find(path)) {
+    line = error.about_key() && lines->key ? lines->key : lines->value;
+  }
+  return ConfigError(file_, line, prefix + error.what());
+}
+
+LoadedSweep read_sweep(const std::string& yaml_text, const std::string& file) {
+  YamlDocument doc = parse_yaml_document(yaml_text, file);
+  if (!doc.root.is_object())
+    throw ConfigError(file, doc.root_line,
+                      "a sweep file must be a mapping with at least trainable and param_space, got " +
+                          (doc.root.is_null() ? std::string("an empty document") : describe_kind(doc.root)));
+  LoadedSweep loaded;
+  auto source = std::make_shared<SweepSource>(file, std::move(doc.lines), doc.root_line);
+  try {
+    loaded.spec = Reader(doc).read();
+  } catch (const ConfigError& e) {
+    throw source->locate(e);
+  }
+  loaded.source = std::move(source);
+  return loaded;
+}
+
+LoadedSweep read_sweep_file(const std::string& path) {
+  return read_sweep(read_text_file(path, YamlLimits().max_bytes), path);
+}
+
+SearchSpace parse_param_space(const std::string& yaml_text, const std::string& file) {
+  YamlDocument doc = parse_yaml_document(yaml_text, file);
+  SweepSource source(file, std::move(doc.lines), doc.root_line);
+  try {
+    if (!doc.root.is_object())
+      throw ConfigError::at_key("", "param_space must be a mapping of parameter names, got " + describe_kind(doc.root));
+    return read_param_space(doc.root, "");
+  } catch (const ConfigError& e) {
+    throw source.locate(e);
+  }
+}
+
+}  // namespace tune::internal
