@@ -9,7 +9,7 @@
 #include <map>
 
 #include "storage/store.h"
-#include "test_util.h"
+#include "tuner_test_util.h"
 #include "tuner/tuner.h"
 
 namespace tune {
@@ -17,13 +17,7 @@ namespace {
 
 using testing::TempDir;
 
-RunConfig quiet(const TempDir& dir, int slots) {
-  RunConfig run;
-  run.storage_path = dir.path();
-  run.verbose = false;
-  run.slots = slots;
-  return run;
-}
+RunConfig quiet(const TempDir& dir, int slots) { return testing::quiet_run(dir, slots); }
 
 // loss = q + 1/iteration; the state (a running sum of q) is checkpointed, so a
 // resumed trial that restarted from scratch would have a wrong state.

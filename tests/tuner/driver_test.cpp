@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "driver_test_util.h"
+#include "tuner_test_util.h"
 #include "schedulers/scheduler.h"
 #include "storage/store.h"
 #include "tuner/prepare.h"
@@ -42,16 +43,7 @@ class ScriptedScheduler : public Scheduler {
   std::map<int64_t, std::deque<TrialDecision>> script_;
 };
 
-SweepSpec spec_of(int64_t samples) {
-  SweepSpec spec;
-  spec.name = "fake";
-  spec.metric = "loss";
-  spec.mode = "min";
-  spec.num_samples = samples;
-  spec.search.seed = 1;
-  spec.param_space.add("x", uniform(0, 1));
-  return spec;
-}
+SweepSpec spec_of(int64_t samples) { return testing::one_parameter_spec("fake", samples, 1); }
 
 class Harness {
  public:

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "schedulers/scheduler.h"
-#include "test_util.h"
+#include "tuner_test_util.h"
 #include "base/error.h"
 #include "tuner/tuner.h"
 
@@ -18,24 +18,9 @@ namespace {
 
 using testing::TempDir;
 
-RunConfig quiet_run(const TempDir& dir, int slots) {
-  RunConfig run;
-  run.storage_path = dir.path();
-  run.verbose = false;
-  run.slots = slots;
-  return run;
-}
+using testing::quiet_run;
 
-SweepSpec spec_of(const std::string& name, int samples) {
-  SweepSpec spec;
-  spec.name = name;
-  spec.metric = "loss";
-  spec.mode = "min";
-  spec.num_samples = samples;
-  spec.search.seed = 1;
-  spec.param_space.add("x", uniform(0, 1));
-  return spec;
-}
+SweepSpec spec_of(const std::string& name, int samples) { return testing::one_parameter_spec(name, samples, 1); }
 
 // Checkpoints every iteration; its state is the sum of the x values it trained with.
 void counting_trainable(Session& s) {

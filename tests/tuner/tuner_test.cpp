@@ -12,7 +12,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "test_util.h"
+#include "tuner_test_util.h"
 #include "base/error.h"
 
 namespace tune {
@@ -20,23 +20,10 @@ namespace {
 
 using testing::TempDir;
 
-RunConfig quiet_run(const TempDir& dir, int slots = 2) {
-  RunConfig run;
-  run.storage_path = dir.path();
-  run.verbose = false;
-  run.slots = slots;
-  return run;
-}
+using testing::quiet_run;
 
 SweepSpec quadratic_spec(const std::string& name, int samples) {
-  SweepSpec spec;
-  spec.name = name;
-  spec.metric = "loss";
-  spec.mode = "min";
-  spec.num_samples = samples;
-  spec.search.seed = 3;
-  spec.param_space.add("x", uniform(-2, 2));
-  return spec;
+  return testing::one_parameter_spec(name, samples, 3, -2, 2);
 }
 
 TEST(Tuner, RunsEverySampleAndFindsTheBestByMetric) {

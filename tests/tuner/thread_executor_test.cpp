@@ -1,0 +1,116 @@
+// The in-process executor: threads made per running attempt (not per slot)
+// and reused; results block on the driver's verdict; cancelling a queued
+// attempt ends it at once; a trial stuck after its cancel is abandoned after
+// the grace period and the executor still shuts down.
+#include "tuner/thread_executor.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "driver_test_util.h"
+
+namespace tune::internal {
+namespace {
+
+using testing::FakeClock;
+
+TrialStart trial_of(int64_t index) {
+  TrialStart trial;
+  trial.trial_index = index;
+  trial.config = Json::object();
+  return trial;
+}
+
+// Takes events until `count` have arrived (bounded: 10 s).
+std::vector<TrialEvent> take(EventSink& sink, size_t count) {
+  std::vector<TrialEvent> events;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (events.size() < count && std::chrono::steady_clock::now() < deadline) {
+    for (auto& e : sink.take(std::chrono::milliseconds(20))) events.push_back(std::move(e));
+  }
+  return events;
+}
+
+TEST(ThreadExecutor, MakesAThreadPerRunningAttemptAndReusesIt) {
+  EventSink sink;
+  FakeClock clock;
+  ThreadExecutor executor(sink, clock, [](Session& s) { s.report({{"loss", 1.0}}); });
+  for (int64_t i = 0; i < 3; ++i) executor.start({i, 1}, trial_of(i), Placement{});
+  auto results = take(sink, 3);
+  ASSERT_EQ(results.size(), 3u);
+  EXPECT_EQ(executor.threads(), 3);
+  for (auto& r : results) {
+    ASSERT_EQ(r.kind, TrialEvent::Kind::kResult);
+    r.reply(Verdict::kContinue);  // the trainable then returns
+  }
+  auto ended = take(sink, 3);
+  for (const auto& e : ended) {
+    EXPECT_EQ(e.kind, TrialEvent::Kind::kEnded);
+    EXPECT_FALSE(e.stopped);
+  }
+  for (int64_t i = 3; i < 6; ++i) executor.start({i, 1}, trial_of(i), Placement{});
+  for (auto& r : take(sink, 3)) r.reply(Verdict::kStop);
+  for (const auto& e : take(sink, 3)) EXPECT_TRUE(e.stopped) << "kStop ends the trial with TrialStopped";
+  EXPECT_EQ(executor.threads(), 3) << "idle threads are reused";
+  EXPECT_EQ(executor.live(), 0);
+  executor.shutdown();
+}
+
+TEST(ThreadExecutor, ACancelledTrialStopsAtItsNextReport) {
+  EventSink sink;
+  FakeClock clock;
+  ThreadExecutor executor(sink, clock, [](Session& s) {
+    for (;;) s.report({{"loss", 1.0}});
+  });
+  executor.start({0, 1}, trial_of(0), Placement{});
+  auto first = take(sink, 1);
+  ASSERT_EQ(first.size(), 1u);
+  executor.cancel({0, 1}, "test");
+  first[0].reply(Verdict::kContinue);  // the trial goes on... into a cancelled report
+  auto rest = take(sink, 1);
+  ASSERT_EQ(rest.size(), 1u);
+  EXPECT_EQ(rest[0].kind, TrialEvent::Kind::kEnded);
+  EXPECT_TRUE(rest[0].stopped);
+  EXPECT_EQ(executor.live(), 0);
+  executor.shutdown();
+}
+
+TEST(ThreadExecutor, AStuckTrialIsAbandonedAfterTheGraceAndShutdownDoesNotWait) {
+  EventSink sink;
+  FakeClock clock;
+  auto stuck = std::make_shared<std::atomic<bool>>(true);
+  auto looping = std::make_shared<std::atomic<bool>>(false);
+  {
+    ThreadExecutor executor(
+        sink, clock,
+        [stuck, looping](Session&) {
+          *looping = true;
+          while (*stuck) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+          *looping = false;
+        },
+        /*stop_grace_s=*/5);
+    executor.start({0, 1}, trial_of(0), Placement{});
+    for (int i = 0; i < 5000 && !*looping; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    ASSERT_TRUE(*looping);
+    executor.cancel({0, 1}, "hung");
+    executor.poll();
+    EXPECT_TRUE(sink.take(std::chrono::milliseconds(0)).empty()) << "within the grace nothing is reported";
+    clock.advance(6);
+    executor.poll();
+    auto events = sink.take(std::chrono::milliseconds(0));
+    ASSERT_EQ(events.size(), 1u);
+    EXPECT_EQ(events[0].kind, TrialEvent::Kind::kFailed);
+    EXPECT_TRUE(events[0].lost);
+    EXPECT_EQ(executor.live(), 0);
+    executor.shutdown();
+    EXPECT_TRUE(*looping) << "shutdown returned with the abandoned trial still running";
+  }
+  *stuck = false;  // let the abandoned thread finish before the test binary exits
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+}
+
+}  // namespace
+}  // namespace tune::internal
