@@ -11,6 +11,7 @@
 #include "tuner/cli.h"
 #include "tuner/driver.h"
 #include "tuner/error.h"
+#include "tuner/report_command.h"
 #include "tuner/tuner.h"
 #ifdef TUNE_WITH_TORCH
 #include "trainer/torch/predict.h"
@@ -29,6 +30,8 @@ commands:
   trials EXP        list an experiment's trials (--sort, --filter, --json, --csv)
   best EXP          the best trial (--metric, --mode, --scope, --json)
   status EXP        an experiment's state and best result so far
+  report EXP...     write an interactive HTML report (--output report.html)
+  results EXP       every result row (--csv or --json)
   trainables        list registered trainables
   predict EXP       batch prediction with the best trial's checkpoint
                     (--input, --output preds.csv, --workers N; docs/TRAINER.md)
@@ -219,6 +222,8 @@ int main(int argc, char** argv) {
     if (command == "experiments" || command == "trials" || command == "best" || command == "status") {
       return query(command, args);
     }
+    if (command == "report") return tune::cli::report_command(args);
+    if (command == "results") return tune::cli::results_command(args);
 #ifdef TUNE_WITH_TORCH
     if (command == "predict") return predict(args);
 #endif
