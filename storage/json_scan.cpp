@@ -9,6 +9,10 @@
 namespace tune::storage_internal {
 namespace {
 
+bool ends_scalar(char c) {
+  return c == ',' || c == '}' || c == ']' || c == ' ' || c == '\n' || c == '\t' || c == '\r';
+}
+
 class Cursor {
  public:
   explicit Cursor(std::string_view text) : p_(text.data()), end_(text.data() + text.size()) {}
@@ -33,6 +37,14 @@ class Cursor {
     if (peek() != '"') return false;
     const char* start = ++p_;
     *escaped = false;
+    // Most strings hold no backslash: find the closing quote at once.
+    const void* quote = std::memchr(p_, '"', static_cast<size_t>(end_ - p_));
+    if (quote && !std::memchr(p_, '\\', static_cast<size_t>(static_cast<const char*>(quote) - p_))) {
+      p_ = static_cast<const char*>(quote);
+      *contents = std::string_view(start, static_cast<size_t>(p_ - start));
+      ++p_;
+      return true;
+    }
     while (p_ < end_ && *p_ != '"') {
       if (*p_ == '\\') {
         *escaped = true;
@@ -46,10 +58,11 @@ class Cursor {
     return true;
   }
 
-  // Skips any value; *number is its value when it is a number, else NaN.
+  // Skips any value; with `number`, sets it to the value when that is a
+  // number, else NaN (unwanted numbers are not parsed).
   bool value(double* number) {
     skip_space();
-    *number = NAN;
+    if (number) *number = NAN;
     const char c = peek();
     if (c == '"') {
       std::string_view ignored;
@@ -58,9 +71,10 @@ class Cursor {
     }
     if (c == '{' || c == '[') return container();
     const char* start = p_;
-    while (p_ < end_ && !std::strchr(",}] \n\t\r", *p_)) ++p_;
+    while (p_ < end_ && !ends_scalar(*p_)) ++p_;
     if (p_ == start) return false;
     if (c == '-' || (c >= '0' && c <= '9')) {
+      if (!number) return true;
       double parsed;
       auto [at, error] = std::from_chars(start, p_, parsed);
       if (error != std::errc() || at != p_) return false;
@@ -114,10 +128,14 @@ bool scan_numbers(std::string_view text, const std::vector<std::string>& keys, d
     std::string_view key;
     bool escaped;
     if (!cursor.string(&key, &escaped) || escaped || !cursor.eat(':')) return false;
-    double number;
-    if (!cursor.value(&number)) return false;
+    size_t wanted = keys.size();
     for (size_t k = 0; k < keys.size(); ++k) {
-      if (keys[k] == key) out[k] = number;
+      if (keys[k] == key) wanted = k;
+    }
+    if (!cursor.value(wanted < keys.size() ? &out[wanted] : nullptr)) return false;
+    // A key asked for twice gets the value too.
+    for (size_t k = 0; k < wanted; ++k) {
+      if (keys[k] == key) out[k] = out[wanted];
     }
   } while (cursor.eat(','));
   if (!cursor.eat('}')) return false;

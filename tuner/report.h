@@ -34,9 +34,9 @@ struct ReportOptions {
   std::string mode;  // "min" | "max"
   // Points kept over all learning curves of an experiment; longer curves are
   // downsampled (largest-triangle-three-buckets, scheduler marks kept), each
-  // trial keeping at least 8. Default 150,000 (10,000 trials x 100 results
-  // gives a ~4 MB page).
-  size_t max_curve_points = 150000;
+  // trial keeping at least 8. Default 100,000: 1,000 trials keep 100 results
+  // each; 10,000 trials x 100 results give a ~3.5 MB page (bench/run report).
+  size_t max_curve_points = 100000;
   // Seconds between reloads of an open page while an experiment runs; 0 never.
   double reload_seconds = 5;
 };

@@ -120,14 +120,11 @@ void add_intervals(ExperimentData& data, const Context& ctx, const TrialRecord& 
     double start = ctx.columns.time[a.first] - (std::isfinite(duration) ? duration : 0);
     double end = ctx.columns.time[a.last];
     if (a.number == record.attempts) {
-      // A trial that ends while paused (HyperBand's losers, ASHA's at the end)
-      // ended long after it left its slot: only a prompt end is its own.
-      const double last_iteration = result_value(ctx.columns, kIterationTime, a.last);
-      const double grace = std::max(1.0, 2 * (std::isfinite(last_iteration) ? last_iteration : 0));
+      // A failure ends the attempt (its last iteration may have run long).
+      // A TERMINATED trial's ended_at is no guide: one that ends while paused
+      // (HyperBand's losers) ends long after it left its slot.
       if (record.status == kRunning) end = ctx.now;
-      if (record.status == kError || (record.status == kTerminated && record.ended_at - end <= grace)) {
-        end = std::max(end, record.ended_at);
-      }
+      if (record.status == kError) end = std::max(end, record.ended_at);
     }
     push(a.number, start - ctx.origin, end - ctx.origin);
   }

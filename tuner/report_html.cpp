@@ -1,4 +1,5 @@
 // The page: assets and data inline, written atomically.
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -131,8 +132,10 @@ void write_report(const std::string& storage_path, const std::vector<std::string
   auto store = cli::open_store(storage_path);
   const std::string page = render_report(*store, storage_path, experiments, options);
   const fs::path target(output_path);
+  // Unique per process and call, so concurrent writers never share a file.
+  static std::atomic<unsigned> calls{0};
   fs::path temporary = target;
-  temporary += ".tmp-" + std::to_string(::getpid());
+  temporary += ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(calls++);
   {
     std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
     out.write(page.data(), static_cast<std::streamsize>(page.size()));

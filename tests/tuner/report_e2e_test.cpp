@@ -25,7 +25,7 @@ struct Rendered {
   std::string dom;
   std::string main;  // <main>...</main>: what the page drew (the DOM also holds the scripts' text)
   std::string state, errors;
-  int charts = -1;
+  int charts = -1, drawn = -1;
   std::multimap<std::string, int> elements;  // chart kind -> elements drawn
 
   int count(const std::string& kind) const { return static_cast<int>(elements.count(kind)); }
@@ -46,11 +46,13 @@ std::string attribute(const std::string& tag, const std::string& name) {
   return std::regex_search(tag, m, std::regex(name + "=\"([^\"]*)\"")) ? m[1].str() : "";
 }
 
-Rendered render(const std::string& html) {
+// `all`: html?all, every chart drawn; otherwise only those near the window.
+Rendered render(const std::string& html, bool all = true) {
   TempDir profile;
   // Virtual time runs the page's timers and frames without waiting for them;
   // 3 s stays below a live page's 5 s reload.
-  auto run = run_command(chromium(profile, "--virtual-time-budget=3000 --dump-dom file://" + html));
+  auto run = run_command(chromium(profile, "--virtual-time-budget=3000 --window-size=1200,1000 --dump-dom 'file://" + html +
+                                               (all ? "?all'" : "'")));
   EXPECT_EQ(run.exit_code, 0) << run.err;
   Rendered r;
   r.dom = run.out;
@@ -59,8 +61,9 @@ Rendered render(const std::string& html) {
   std::smatch m;
   if (std::regex_search(r.main, m, std::regex("<main id=\"tune-report\"[^>]*>"))) {
     r.state = attribute(m[0].str(), "data-state");
-    const std::string charts = attribute(m[0].str(), "data-charts");
+    const std::string charts = attribute(m[0].str(), "data-charts"), drawn = attribute(m[0].str(), "data-drawn");
     r.charts = charts.empty() ? -1 : std::stoi(charts);
+    r.drawn = drawn.empty() ? -1 : std::stoi(drawn);
   }
   if (std::regex_search(r.dom, m, std::regex("<pre id=\"tune-errors\"[^>]*>([^<]*)</pre>"))) r.errors = m[1].str();
   const std::regex chart("<div class=\"tune-chart\"[^>]*>");
@@ -75,6 +78,8 @@ void expect_clean(const Rendered& r) {
   EXPECT_EQ(r.state, "ready");
   EXPECT_EQ(r.errors, "");
   EXPECT_EQ(r.charts, static_cast<int>(r.elements.size()));
+  EXPECT_EQ(r.drawn, r.charts);
+  for (const auto& [kind, elements] : r.elements) EXPECT_GT(elements, 0) << kind;
 }
 
 struct Sweeps {
@@ -153,6 +158,14 @@ TEST(ReportEndToEnd, AFifoSweepDrawsEveryChartAndAScreenshotWithContent) {
   size_t svgs = 0;
   for (size_t at = r.main.find("<svg"); at != std::string::npos; at = r.main.find("<svg", at + 1)) ++svgs;
   EXPECT_EQ(svgs, 7u);
+
+  // Without ?all only the charts near the window are drawn; the rest wait
+  // until they are scrolled to.
+  const Rendered top = render(html, /*all=*/false);
+  EXPECT_EQ(top.state, "ready");
+  EXPECT_EQ(top.errors, "");
+  EXPECT_GE(top.drawn, 2);
+  EXPECT_LT(top.drawn, top.charts);
 
   TempDir profile;
   const std::string png = s.dir.file("shot.png");

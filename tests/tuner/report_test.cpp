@@ -127,10 +127,11 @@ TEST(ReportData, TurnsAttemptsIntoSlotIntervals) {
   }
   EXPECT_EQ(trial2, (std::vector<std::pair<double, double>>{{2, 4}, {5, 7}}));
   EXPECT_EQ(d.intervals.size(), 7u);
-  EXPECT_EQ(d.intervals.front().end, 4.5);  // trial 0 ended after its last result
+  EXPECT_EQ(d.intervals.front().end, 4.0);  // trial 0's last result, not its end (it may end paused)
+  EXPECT_EQ(d.intervals[5].end, 9.0);        // trial 3 failed at 1009, after its last result
   EXPECT_EQ(d.lanes, 2);  // never more than two trials at once
-  // Busy 4.5 + 1 + 2 + 2 + 1 + 2.5 + 2 = 15 lane-seconds of 2 lanes x 9 s.
-  EXPECT_DOUBLE_EQ(d.utilisation, 15.0 / 18.0);
+  // Busy 4 + 1 + 2 + 2 + 1 + 2.5 + 2 = 14.5 lane-seconds of 2 lanes x 9 s.
+  EXPECT_DOUBLE_EQ(d.utilisation, 14.5 / 18.0);
 }
 
 TEST(ReportData, RungsComeFromPausesAndStopsWithTheWorstSurvivorAsCutoff) {

@@ -18,8 +18,10 @@
 //   exploits  [{trial, donor, iteration, donor_iteration, time, changes}]
 //
 // Charts are registered (T.builder) by report_charts.js and report_schedule.js;
-// main() draws them. When every chart has rendered, #tune-report gets
-// data-state="ready" and data-render-ms; the tests and bench/report read it.
+// main() lays them out and draws each as it comes near the viewport. On
+// #tune-report: data-charts (how many), data-drawn (drawn so far),
+// data-state="ready" and data-render-ms once the charts in view are drawn,
+// data-all-ms once every chart is; the tests and bench/report read them.
 (function () {
   'use strict';
 
@@ -74,6 +76,17 @@
     if (lo === hi) return [lo - 1, hi + 1];
     var step = Math.pow(10, Math.floor(Math.log10(hi - lo))) / 2;
     return [Math.floor(lo / step) * step, Math.ceil(hi / step) * step];
+  };
+
+  // Polylines as one series' data, broken between them (ECharts draws one
+  // series far faster than thousands).
+  T.breaks = function (polylines) {
+    var flat = [];
+    polylines.forEach(function (coords) {
+      for (var i = 0; i < coords.length; i++) flat.push(coords[i]);
+      flat.push([null, null]);
+    });
+    return flat;
   };
 
   // Buttons in a panel's title that switch a chart between views.
@@ -134,16 +147,23 @@
     var entry = { kind: kind, chart: null, div: div, select: select || null, drawn: false, experiment: e,
       option: option, setup: setup || null };
     T.charts.push(entry);
-    T.pending += 1;
     return entry;
   };
 
+  // A chart is drawn when it comes within 200 px of the viewport, so a sweep
+  // of 10,000 trials shows its first charts at once; data-drawn counts the
+  // charts drawn so far.
   function draw(entry) {
+    if (entry.chart) return;
+    T.pending += 1;
     var chart = (entry.chart = echarts.init(entry.div, null, { renderer: T.renderer }));
     chart.on('finished', function () {
       if (entry.drawn) return;
       entry.drawn = true;
       entry.div.setAttribute('data-elements', String(chart.getZr().storage.getDisplayList().length));
+      T.drawn += 1;
+      T.root.setAttribute('data-drawn', String(T.drawn));
+      if (T.drawn === T.charts.length) T.root.setAttribute('data-all-ms', String(Math.round(performance.now())));
       T.pending -= 1;
       if (T.pending === 0) T.ready();
     });
@@ -162,6 +182,7 @@
     });
     chart.setOption(option);
     if (entry.setup) entry.setup(chart);
+    if (entry.select && e.selected !== null && e.selected !== undefined) entry.select(e.selected);
   }
 
   T.panel = function (parent, title, note, cls) {
@@ -185,7 +206,7 @@
       location.hash = 'e' + e.number + '-t' + trial;
     }
     T.charts.forEach(function (c) {
-      if (c.experiment === e && c.select) c.select(trial);
+      if (c.experiment === e && c.select && c.chart) c.select(trial);
     });
     var box = e.selectedBox, i = e.pos[trial], t = e.data.trials;
     box.hidden = false;
@@ -193,9 +214,11 @@
       ' · attempts ' + t.attempts[i] + ', iterations ' + t.iterations[i];
   };
 
+  // The charts in view are drawn: the page is usable (once; charts drawn
+  // later as the page scrolls only update data-drawn).
   T.ready = function () {
+    if (T.root.getAttribute('data-state') === 'ready') return;
     T.root.setAttribute('data-render-ms', String(Math.round(performance.now())));
-    T.root.setAttribute('data-charts', String(T.charts.length));
     T.root.setAttribute('data-state', 'ready');
     var match = /^#e(\d+)-t(\d+)$/.exec(location.hash);
     if (match && T.experiments[+match[1]]) {
@@ -293,14 +316,38 @@
     });
     if (T.compare && T.experiments.length > 1) T.compare(T.experiments, T.root);
     T.experiments.forEach(experimentSection);
-    T.charts.forEach(draw);
+    T.drawn = 0;
+    T.root.setAttribute('data-charts', String(T.charts.length));
+    T.root.setAttribute('data-drawn', '0');
     var resizing = null;
     window.addEventListener('resize', function () {
       clearTimeout(resizing);
-      resizing = setTimeout(function () { T.charts.forEach(function (c) { c.chart.resize(); }); }, 200);
+      resizing = setTimeout(function () { T.charts.forEach(function (c) { if (c.chart) c.chart.resize(); }); }, 200);
     });
     scheduleReload(data);
-    T.pending -= 1;
-    if (T.pending === 0) T.ready();
+    if (!T.charts.length) T.root.setAttribute('data-all-ms', String(Math.round(performance.now())));
+    // "report.html?all" draws every chart at once (to print, or to time it).
+    if (!window.IntersectionObserver || !T.charts.length || /[?&]all\b/.test(location.search)) {
+      T.charts.forEach(draw);
+      T.pending -= 1;
+      if (T.pending === 0) T.ready();
+      return;
+    }
+    // The observer reports every chart once at the start, in view or not;
+    // after that first report the charts in view are being drawn.
+    var first = true;
+    var observer = new IntersectionObserver(function (changes) {
+      changes.forEach(function (change) {
+        if (!change.isIntersecting) return;
+        observer.unobserve(change.target);
+        draw(T.charts.filter(function (c) { return c.div === change.target; })[0]);
+      });
+      if (first) {
+        first = false;
+        T.pending -= 1;
+        if (T.pending === 0) T.ready();
+      }
+    }, { rootMargin: '200px 0px' });
+    T.charts.forEach(function (c) { observer.observe(c.div); });
   };
 })();

@@ -38,7 +38,8 @@
           nameLocation: 'middle', nameGap: 26 },
         yAxis: valueAxis(s.metric, t.value),
         series: [
-          { name: 'trial', type: 'scatter', symbolSize: 6, data: rows.map(function (i) { return [x(i), t.value[i], t.index[i]]; }) },
+          { name: 'trial', type: 'scatter', symbolSize: 6, large: true, largeThreshold: 2000,
+            data: rows.map(function (i) { return [x(i), t.value[i], t.index[i]]; }) },
           { name: 'best so far', type: 'line', step: 'end', showSymbol: false, data: best, lineStyle: { width: 2 } },
           ring()
         ]
@@ -76,7 +77,7 @@
     if (!lines.length) return T.empty(grid, title, 'No results with a finite ' + (s.metric || 'metric') + ' yet.');
     var panel = T.panel(grid, title, 'Every trial\'s ' + s.metric + ' per training iteration' +
       (s.curve_points < s.results ? ' (downsampled to ' + s.curve_points + ' of ' + s.results + ' points)' : '') + '.');
-    var large = c.x.length > 20000, yAxis = valueAxis(s.metric, ys);
+    var yAxis = valueAxis(s.metric, ys);
     var lo = Infinity, hi = -Infinity;
     ys.forEach(function (y) { lo = Math.min(lo, y); hi = Math.max(hi, y); });
     if (yAxis.type === 'value') {
@@ -87,8 +88,13 @@
       yAxis.min = Math.pow(10, Math.floor(Math.log10(lo)));
       yAxis.max = Math.pow(10, Math.ceil(Math.log10(hi)));
     }
-    var series = [{ name: 'trials', type: 'lines', coordinateSystem: 'cartesian2d', polyline: true, large: large,
-      data: lines, lineStyle: { width: 1, opacity: large ? 0.25 : 0.6 }, emphasis: { lineStyle: { width: 3, opacity: 1 } } }];
+    // Up to 2,000 trials: a line each (colour, hover). Beyond, one series
+    // with breaks between trials draws several times faster; pick a trial in
+    // the other charts and it is highlighted here.
+    var series = lines.length <= 2000 ? [{ name: 'trials', type: 'lines', coordinateSystem: 'cartesian2d', polyline: true,
+      data: lines, lineStyle: { width: 1, opacity: 0.6 }, emphasis: { lineStyle: { width: 3, opacity: 1 } } }]
+      : [{ name: 'trials', type: 'line', showSymbol: false, connectNulls: false, sampling: null, silent: true,
+        lineStyle: { width: 1, opacity: 0.25 }, data: T.breaks(lines.map(function (l) { return l.coords; })) }];
     Object.keys(T.MARKS).forEach(function (kind) {
       var data = [];
       m.kind.forEach(function (k, n) { if (k === kind && finite(m.y[n])) data.push([m.x[n], m.y[n], m.trial[n]]); });
@@ -171,7 +177,7 @@
       parallelAxis: parallelAxis,
       visualMap: colorMap(s, metricValues, axes.length, { seriesIndex: 0 }),
       tooltip: { trigger: 'item', formatter: function (p) { return T.trialTooltip(e, p.data.trial); } },
-      series: [{ type: 'parallel', data: data, smooth: false, progressive: 2000, inactiveOpacity: 0.04, activeOpacity: 0.9,
+      series: [{ type: 'parallel', data: data, smooth: false, progressive: 20000, inactiveOpacity: 0.04, activeOpacity: 0.9,
         lineStyle: { width: 1, opacity: data.length > 2000 ? 0.25 : 0.5 }, emphasis: { lineStyle: { width: 4, opacity: 1, color: '#111' } } }]
     }, function (trial) {
       entry.chart.dispatchAction({ type: 'downplay', seriesIndex: 0 });
@@ -227,9 +233,10 @@
         tooltip: { trigger: 'item', formatter: function (p) { return T.trialTooltip(e, p.value[2]); } },
         xAxis: { type: axis.type, data: axis.data, scale: true, name: name, nameLocation: 'middle', nameGap: 24 },
         yAxis: valueAxis('', t.value, { nameGap: 26 }),
-        visualMap: { show: false, type: 'continuous', dimension: 2, seriesIndex: 0, min: 0, max: Math.max(1, t.index.length - 1),
-          inRange: { color: ['#c6d4f5', '#1c3b8a'] } },
-        series: [{ type: 'scatter', symbolSize: 6, data: data }, ring()]
+        // Colour by trial number; above 2,000 points (drawn in one pass) one colour.
+        visualMap: data.length > 2000 ? [] : { show: false, type: 'continuous', dimension: 2, seriesIndex: 0, min: 0,
+          max: Math.max(1, t.index.length - 1), inRange: { color: ['#c6d4f5', '#1c3b8a'] } },
+        series: [{ type: 'scatter', symbolSize: 6, large: true, largeThreshold: 2000, data: data }, ring()]
       }, function (trial) {
         var point = data.filter(function (d) { return d[2] === trial; });
         entry.chart.setOption({ series: [{ id: 'selected', data: point }] });

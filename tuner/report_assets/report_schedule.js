@@ -16,11 +16,13 @@
     if (!r.rungs.length) return;
     var panel = T.panel(grid, 'Rungs (' + s.scheduler + ')', 'The ' + s.metric + ' of each trial reaching a rung of ' +
       r.attribute + '; the bar is the cut-off: the worst value among the trials that went on.');
-    var went = [], stopped = [], cuts = [], values = [];
+    var went = [], stopped = [], done = [], cuts = [], values = [];
     r.rungs.forEach(function (rung, k) {
+      // Nothing goes past the last rung when it is the end (max_t).
+      var end = k === r.rungs.length - 1 && !rung.continued.some(function (c) { return c; });
       rung.trials.forEach(function (trial, n) {
         var point = [k + jitter(trial), rung.values[n], trial];
-        (rung.continued[n] ? went : stopped).push(point);
+        (end ? done : rung.continued[n] ? went : stopped).push(point);
         values.push(rung.values[n]);
       });
       if (finite(rung.cutoff)) cuts.push([k, rung.cutoff]);
@@ -42,11 +44,12 @@
       series: [
         { name: 'went on', type: 'scatter', xAxisIndex: 1, symbolSize: 7, itemStyle: { color: '#2ca02c' }, data: went },
         { name: 'stopped here', type: 'scatter', xAxisIndex: 1, symbolSize: 7, itemStyle: { color: '#d62728' }, data: stopped },
+        { name: 'reached the end', type: 'scatter', xAxisIndex: 1, symbolSize: 7, itemStyle: { color: '#3b63c4' }, data: done },
         { name: 'cut-off', type: 'scatter', xAxisIndex: 1, symbol: 'rect', symbolSize: [46, 3], itemStyle: { color: '#111' }, data: cuts },
         { id: 'selected', type: 'scatter', xAxisIndex: 1, symbolSize: 15, silent: true, itemStyle: { color: 'rgba(0,0,0,0)', borderColor: '#111', borderWidth: 2 }, data: [] }
       ]
     }, function (trial) {
-      entry.chart.setOption({ series: [{ id: 'selected', data: went.concat(stopped).filter(function (p) { return p[2] === trial; }) }] });
+      entry.chart.setOption({ series: [{ id: 'selected', data: went.concat(stopped, done).filter(function (p) { return p[2] === trial; }) }] });
     });
   });
 
@@ -162,7 +165,11 @@
       xAxis: { type: 'value', min: 0, name: 'seconds since start', nameLocation: 'middle', nameGap: 26 },
       yAxis: { type: 'category', data: lanes, inverse: true },
       series: [
-        { type: 'custom', renderItem: render(false), encode: { x: [0, 1], y: 2 }, data: data },
+        data.length <= 2000 ? { type: 'custom', renderItem: render(false), encode: { x: [0, 1], y: 2 }, data: data }
+          // Beyond 2,000 attempts: thick segments of one series, far faster.
+          : { type: 'line', showSymbol: false, connectNulls: false, sampling: null, silent: true,
+            lineStyle: { width: Math.max(1, 0.7 * 326 / lanes.length), cap: 'butt', color: T.COLORS[0], opacity: 0.85 },
+            data: T.breaks(data.map(function (d) { return [[d[0], d[2]], [d[1], d[2]]]; })) },
         { id: 'selected', type: 'custom', renderItem: render(true), encode: { x: [0, 1], y: 2 }, silent: true, data: [] }
       ]
     }, function (trial) {
