@@ -1,7 +1,9 @@
 // The page: assets and data inline, written atomically.
 #include <atomic>
 #include <chrono>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string_view>
@@ -141,9 +143,10 @@ void write_report(const std::string& storage_path, const std::vector<std::string
     out.write(page.data(), static_cast<std::streamsize>(page.size()));
     out.close();
     if (!out) {
+      const std::string reason = std::strerror(errno);
       std::error_code ignored;
       fs::remove(temporary, ignored);
-      throw Error("cannot write report " + output_path);
+      throw Error("cannot write report " + output_path + ": " + reason);
     }
   }
   std::error_code ec;

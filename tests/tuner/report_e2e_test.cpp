@@ -46,13 +46,14 @@ std::string attribute(const std::string& tag, const std::string& name) {
   return std::regex_search(tag, m, std::regex(name + "=\"([^\"]*)\"")) ? m[1].str() : "";
 }
 
-// `all`: html?all, every chart drawn; otherwise only those near the window.
-Rendered render(const std::string& html, bool all = true) {
+// `query` "?all": every chart drawn; "": only those near the window; a
+// "#e0-t2" after it selects trial 2.
+Rendered render(const std::string& html, const std::string& query = "?all") {
   TempDir profile;
   // Virtual time runs the page's timers and frames without waiting for them;
   // 3 s stays below a live page's 5 s reload.
   auto run = run_command(chromium(profile, "--virtual-time-budget=3000 --window-size=1200,1000 --dump-dom 'file://" + html +
-                                               (all ? "?all'" : "'")));
+                                               query + "'"));
   EXPECT_EQ(run.exit_code, 0) << run.err;
   Rendered r;
   r.dom = run.out;
@@ -161,11 +162,18 @@ TEST(ReportEndToEnd, AFifoSweepDrawsEveryChartAndAScreenshotWithContent) {
 
   // Without ?all only the charts near the window are drawn; the rest wait
   // until they are scrolled to.
-  const Rendered top = render(html, /*all=*/false);
+  const Rendered top = render(html, "");
   EXPECT_EQ(top.state, "ready");
   EXPECT_EQ(top.errors, "");
   EXPECT_GE(top.drawn, 2);
   EXPECT_LT(top.drawn, top.charts);
+
+  // A trial named in the URL is selected: its details shown, highlighted in the charts.
+  const Rendered selected = render(html, "?all#e0-t2");
+  expect_clean(selected);
+  std::smatch box;
+  ASSERT_TRUE(std::regex_search(selected.main, box, std::regex("<div class=\"selected\">Selected: <b>trial 2</b>[^<]*")));
+  EXPECT_NE(selected.main.find("attempts 1, iterations 5"), std::string::npos);
 
   TempDir profile;
   const std::string png = s.dir.file("shot.png");
