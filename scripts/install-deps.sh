@@ -16,9 +16,11 @@ packages=(
   libgtest-dev libgmock-dev googletest librapidcheck-dev libbenchmark-dev
   libeigen3-dev libnlopt-cxx-dev
   dataset-fashion-mnist
+  # The HTML report's end-to-end tests render it in headless Chromium.
+  chromium
 )
 if [ "${TUNE_WITH_PEERS:-0}" = 1 ]; then
-  packages+=(python3-optuna python3-torch)
+  packages+=(python3-optuna python3-plotly python3-torch)
 fi
 missing=()
 for p in "${packages[@]}"; do

@@ -12,6 +12,7 @@
 #include <type_traits>
 #include <unordered_map>
 
+#include "storage/internal/result_queries.h"
 #include "storage/internal/rows.h"
 #include "storage/internal/schema.h"
 #include "storage/internal/statements.h"
@@ -268,6 +269,17 @@ class SqliteStore final : public Store {
       bind_json_or_null(*s, 5, detail);
       s->exec();
     });
+  }
+
+  std::vector<EventRecord> events(int64_t experiment_id) override {
+    return guard("events", [&] { return read_events(db_, experiment_id); });
+  }
+  ResultColumns result_columns(int64_t experiment_id, const std::vector<std::string>& keys) override {
+    return guard("result_columns", [&] { return read_result_columns(db_, experiment_id, keys); });
+  }
+  void for_each_result(int64_t experiment_id,
+                       const std::function<void(const ResultRecord&)>& visit) override {
+    guard("for_each_result", [&] { visit_results(db_, experiment_id, visit); });
   }
 
   void set_trial_config(int64_t trial_id, const Json& config) override {

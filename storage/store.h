@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -98,6 +99,27 @@ struct ExploitRecord {
   double time = 0;
 };
 
+// One row of the events log (docs/SCHEMA.md table `events`).
+struct EventRecord {
+  int64_t id = 0;
+  std::optional<int64_t> trial_id;  // nullopt for experiment-wide events
+  double time = 0;
+  std::string kind;
+  Json detail;  // null when none
+};
+
+// Chosen numbers of many results, one column per field (what a report plots):
+// row i is one result; values[k][i] is keys[k] in its metrics, NaN when the
+// key is missing, null (a NaN metric) or not a number.
+struct ResultColumns {
+  std::vector<std::string> keys;
+  std::vector<int64_t> trial_id, iteration;
+  std::vector<int> attempt;
+  std::vector<double> time;
+  std::vector<std::vector<double>> values;
+  size_t size() const { return time.size(); }
+};
+
 class Store {
  public:
   // Opens (creating if needed, unless read_only) DIR/tune.db, migrating an
@@ -159,6 +181,19 @@ class Store {
   // --- events: an append-only log (trial started, stopped, error, retry, ...).
   virtual void add_event(int64_t experiment_id, std::optional<int64_t> trial_id,
                          const std::string& kind, const Json& detail, double time) = 0;
+
+  // --- whole-experiment reads (reports, exports); each is one statement.
+  // Every event of an experiment, in order.
+  virtual std::vector<EventRecord> events(int64_t experiment_id) = 0;
+  // `keys` of every result of an experiment's trials, ordered by trial row id,
+  // then as reported. Reads the metrics text without parsing whole objects:
+  // 10^6 results in well under a second.
+  virtual ResultColumns result_columns(int64_t experiment_id,
+                                       const std::vector<std::string>& keys) = 0;
+  // Calls `visit` with every result of an experiment's trials, in the same
+  // order, one at a time (memory does not grow with the results).
+  virtual void for_each_result(int64_t experiment_id,
+                               const std::function<void(const ResultRecord&)>& visit) = 0;
 };
 
 // RAII transaction: begins on construction, rolls back on destruction unless

@@ -25,23 +25,10 @@ bool is_auto_metric(const std::string& key) {
   return key == "training_iteration" || key == "time_this_iter_s" || key == "timestamp";
 }
 
-std::unique_ptr<Store> open_store(const QueryOptions& options) {
-  if (!Store::exists(options.storage)) {
-    throw NotFoundError("no tune store at " + options.storage + " (run a sweep first, or pass --storage DIR)");
-  }
-  return Store::open(options.storage, /*read_only=*/true);
-}
+std::unique_ptr<Store> open_store(const QueryOptions& options) { return cli::open_store(options.storage); }
 
 ExperimentRecord find(Store& store, const QueryOptions& options) {
-  auto experiment = store.find_experiment(options.experiment);
-  if (!experiment) {
-    std::vector<std::string> names;
-    for (const auto& e : store.experiments()) names.push_back(e.name);
-    std::string hint = closest_match(options.experiment, names);
-    throw NotFoundError("no experiment named '" + options.experiment + "' in " + options.storage +
-                        (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
-  }
-  return *experiment;
+  return find_experiment(store, options.storage, options.experiment);
 }
 
 std::string time_text(double seconds) {
@@ -50,13 +37,6 @@ std::string time_text(double seconds) {
   char buffer[32];
   std::strftime(buffer, sizeof buffer, "%Y-%m-%d %H:%M:%S", std::localtime(&t));
   return buffer;
-}
-
-std::string csv_cell(const std::string& text) {
-  if (text.find_first_of(",\"\n") == std::string::npos) return text;
-  std::string quoted = "\"";
-  for (char c : text) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return quoted + "\"";
 }
 
 struct Filter {
@@ -111,6 +91,32 @@ Json trial_row(Store& store, const TrialRecord& trial, const std::string& mode) 
 }
 
 }  // namespace
+
+std::string csv_cell(const std::string& text) {
+  if (text.find_first_of(",\"\n") == std::string::npos) return text;
+  std::string quoted = "\"";
+  for (char c : text) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return quoted + "\"";
+}
+
+std::unique_ptr<Store> open_store(const std::string& storage) {
+  if (!Store::exists(storage)) {
+    throw NotFoundError("no tune store at " + storage + " (run a sweep first, or pass --storage DIR)");
+  }
+  return Store::open(storage, /*read_only=*/true);
+}
+
+ExperimentRecord find_experiment(Store& store, const std::string& storage, const std::string& name) {
+  auto experiment = store.find_experiment(name);
+  if (!experiment) {
+    std::vector<std::string> names;
+    for (const auto& e : store.experiments()) names.push_back(e.name);
+    std::string hint = closest_match(name, names);
+    throw NotFoundError("no experiment named '" + name + "' in " + storage +
+                        (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
+  }
+  return *experiment;
+}
 
 int list_experiments(const QueryOptions& options, std::ostream& out) {
   auto store = open_store(options);

@@ -4,9 +4,12 @@
 // bad input (the caller prints one line and exits 2).
 #pragma once
 
+#include <memory>
 #include <ostream>
 #include <string>
 #include <vector>
+
+#include "storage/store.h"
 
 namespace tune::cli {
 
@@ -28,5 +31,12 @@ int list_experiments(const QueryOptions& options, std::ostream& out);
 int list_trials(const QueryOptions& options, std::ostream& out);
 int show_best(const QueryOptions& options, std::ostream& out);
 int show_status(const QueryOptions& options, std::ostream& out);
+
+// A CSV cell: quoted (with "" for ") when it holds a comma, quote or newline.
+std::string csv_cell(const std::string& text);
+// The store in `storage`, read-only; NotFoundError when there is none.
+std::unique_ptr<Store> open_store(const std::string& storage);
+// The experiment `name`; NotFoundError (with a did-you-mean) when absent.
+ExperimentRecord find_experiment(Store& store, const std::string& storage, const std::string& name);
 
 }  // namespace tune::cli

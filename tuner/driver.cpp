@@ -50,7 +50,16 @@ void Driver::open() {
   }
   ExecutorContext context{sweep_.spec, run_, sweep_.trainable, sweep_.function, experiment_dir_.string(),
                           sweep_.slots, events_, clock_};
-  executor_ = env_.make_executor ? env_.make_executor(context) : make_executor(context);
+  std::string kind = "custom";
+  executor_ = env_.make_executor ? env_.make_executor(context) : make_executor(context, &kind);
+  const Resources& r = sweep_.spec.resources;
+  store_->add_event(experiment_.id, std::nullopt, "started",
+                    {{"slots", sweep_.slots}, {"trial_slots", r.workers * r.cpus_per_worker}, {"executor", kind}},
+                    clock_.unix_time());
+  if (!run_.report_path.empty()) {
+    report_ = std::make_unique<LiveReport>(run_.storage_path, sweep_.spec.name, run_.report_path,
+                                           run_.report_interval_s, run_.verbose);
+  }
   started_ = last_progress_ = clock_.now();
 }
 
@@ -196,6 +205,12 @@ void Driver::start(TrialState& trial, const Placement& placement) {
   store_->set_trial_status(trial.row, kRunning, clock_.unix_time());
   const AttemptId attempt{trial.index, trial.attempt};
   live_[attempt] = placement;
+  Json hosts = Json::array();
+  for (const auto& share : placement.hosts) hosts.push_back(share.host.empty() ? std::string("localhost") : share.host);
+  store_->add_event(experiment_.id, trial.row, "trial_started",
+                    {{"attempt", trial.attempt}, {"iteration", trial.iteration}, {"host", hosts.empty() ? Json("") : hosts[0]},
+                     {"hosts", hosts}},
+                    clock_.unix_time());
 
   TrialStart start;
   start.experiment = sweep_.spec.name;
@@ -251,6 +266,7 @@ void Driver::housekeeping() {
     print_progress(false);
     last_progress_ = now;
   }
+  if (report_) report_->tick(now);
 }
 
 // Ctrl-C: running trials go back to PENDING (`tune resume` restarts them
@@ -295,6 +311,7 @@ void Driver::finish() {
   txn.commit();
   executor_->shutdown();
   executor_.reset();
+  if (report_) report_->finish();  // shows the end: the open page stops reloading
   if (run_.verbose) print_progress(true);
 }
 
@@ -315,8 +332,27 @@ void Driver::print_progress(bool final) {
   std::vector<std::string> sampled;
   for (const auto& parameter : sweep_.spec.param_space.parameters()) sampled.push_back(parameter.path);
   std::cout << render_progress(sweep_.spec.name, sweep_.spec.metric, sweep_.spec.mode, rows, clock_.now() - started_,
-                               pool_.used(), pool_.total(), final, sampled)
+                               pool_.used(), pool_.total(), final, sampled, 20, eta())
             << std::flush;
+}
+
+std::optional<double> Driver::eta() const {
+  EtaInput in;
+  in.total_trials = sweep_.searcher->total();
+  const Resources& r = sweep_.spec.resources;
+  in.concurrency = std::max(1, pool_.total() / std::max(1, r.workers * r.cpus_per_worker));
+  if (sweep_.spec.max_concurrent_trials > 0) in.concurrency = std::min(in.concurrency, sweep_.spec.max_concurrent_trials);
+  const double now = clock_.now();
+  for (const auto& [index, trial] : trials_) {
+    const double run_time = trial.time_before_attempt + (trial.status == kRunning ? now - trial.attempt_started : 0);
+    if (trial.status == kTerminated || trial.status == kError) {
+      in.finished_s.push_back(run_time);
+    } else {
+      in.running_s.push_back(run_time);
+    }
+  }
+  if (sweep_.spec.stop.time_budget_s) in.budget_left = *sweep_.spec.stop.time_budget_s - (now - started_);
+  return estimate_eta(in);
 }
 
 std::string run_experiment(PreparedSweep sweep, const RunConfig& run, bool resume, DriverEnvironment env) {

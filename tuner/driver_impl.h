@@ -20,6 +20,7 @@
 
 #include "storage/store.h"
 #include "tuner/driver.h"
+#include "tuner/live_report.h"
 #include "tuner/resource_pool.h"
 
 namespace tune::internal {
@@ -77,6 +78,7 @@ class Driver {
   void interrupt();
   void save_states(bool force);
   void print_progress(bool final);
+  std::optional<double> eta() const;
   void drain();
 
   // trial_events.cpp
@@ -109,6 +111,7 @@ class Driver {
   EventSink events_;
   std::unique_ptr<TrialExecutor> executor_;
   ResourcePool pool_;
+  std::unique_ptr<LiveReport> report_;  // with run.report_path
 
   std::map<int64_t, TrialState> trials_;
   std::map<AttemptId, Placement> live_;  // attempts started and not yet ended

@@ -12,6 +12,7 @@
 #include "tuner/driver.h"
 #include "tuner/mpi_launcher.h"
 #include "tuner/prepare.h"
+#include "tuner/report_command.h"
 #include "tuner/sweep_reader.h"
 #include "base/error.h"
 #include "tuner/tuner.h"
@@ -33,6 +34,8 @@ commands:
   trials EXP        list an experiment's trials (--sort, --filter, --json, --csv)
   best EXP          the best trial (--metric, --mode, --scope, --json)
   status EXP        an experiment's state and best result so far
+  report EXP...     write an interactive HTML report (--output report.html)
+  results EXP       every result row (--csv or --json)
   trainables        list registered trainables
   predict EXP       batch prediction with the best trial's checkpoint
                     (--input, --output preds.csv, --workers N; docs/TRAINER.md)
@@ -70,7 +73,7 @@ Parsed parse(const std::string& command, const std::vector<std::string>& args, p
 }
 
 int run_sweep(const std::string& command, const std::vector<std::string>& args) {
-  std::string target, storage, name, durability;
+  std::string target, storage, name, durability, report;
   int slots = 0;
   uint64_t seed = 0;
   bool quiet = false;
@@ -83,7 +86,8 @@ int run_sweep(const std::string& command, const std::vector<std::string>& args) 
       ("quiet,q", po::bool_switch(&quiet), "no progress table")
       ("progress-interval", po::value(&interval)->default_value(5.0), "seconds between progress tables")
       ("durability", po::value(&durability)->default_value("normal"),
-       "normal (survives a crash) or full (also power loss; slower)");
+       "normal (survives a crash) or full (also power loss; slower)")
+      ("report", po::value(&report), "keep an HTML report of the sweep in this file (rewritten as it runs)");
   if (command == "run") {
     options.add_options()("name", po::value(&name), "experiment name (default: the file's `name`)")(
         "seed", po::value(&seed), "search seed (overrides the file's search.seed)");
@@ -101,6 +105,7 @@ int run_sweep(const std::string& command, const std::vector<std::string>& args) 
   run.verbose = !quiet;
   run.progress_interval_s = interval;
   run.durability = durability == "full" ? tune::Durability::kFull : tune::Durability::kNormal;
+  run.report_path = report;
 
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
@@ -236,6 +241,8 @@ int main(int argc, char** argv) {
     if (command == "experiments" || command == "trials" || command == "best" || command == "status") {
       return query(command, args);
     }
+    if (command == "report") return tune::cli::report_command(args);
+    if (command == "results") return tune::cli::results_command(args);
 #ifdef TUNE_WITH_TORCH
     if (command == "predict") return predict(args);
 #endif

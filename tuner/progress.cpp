@@ -46,11 +46,12 @@ std::string render_table(const std::vector<std::string>& header,
 std::string render_progress(const std::string& experiment, const std::string& metric,
                             const std::string& mode, const std::vector<ProgressRow>& rows,
                             double elapsed_s, int used_slots, int slots, bool final,
-                            const std::vector<std::string>& sampled, size_t max_rows) {
+                            const std::vector<std::string>& sampled, size_t max_rows, std::optional<double> eta_s) {
   std::map<std::string, int> counts;
   for (const auto& row : rows) counts[row.status]++;
-  std::string out = fmt::format("== {} {} == {:.1f}s elapsed, {}/{} slots busy | ", experiment,
-                                final ? "finished" : "running", elapsed_s, used_slots, slots);
+  const std::string eta = eta_s && !final ? ", ETA " + format_duration(*eta_s) : "";
+  std::string out = fmt::format("== {} {} == {:.1f}s elapsed{}, {}/{} slots busy | ", experiment,
+                                final ? "finished" : "running", elapsed_s, eta, used_slots, slots);
   bool first = true;
   for (const auto& [status, count] : counts) {
     out += fmt::format("{}{} {}", first ? "" : ", ", count, status);
@@ -102,6 +103,28 @@ std::string render_progress(const std::string& experiment, const std::string& me
   out += render_table(header, table);
   if (order.size() > max_rows) out += fmt::format("... {} more trials\n", order.size() - max_rows);
   return out;
+}
+
+std::optional<double> estimate_eta(const EtaInput& in) {
+  std::optional<double> eta;
+  if (!in.finished_s.empty() && in.total_trials >= 0) {
+    double mean = 0;
+    for (double t : in.finished_s) mean += t;
+    mean /= static_cast<double>(in.finished_s.size());
+    const auto started = static_cast<int64_t>(in.finished_s.size() + in.running_s.size());
+    double work = static_cast<double>(std::max<int64_t>(0, in.total_trials - started)) * mean;
+    for (double t : in.running_s) work += std::max(0.0, mean - t);
+    eta = work / std::max(1, in.concurrency);
+  }
+  if (in.budget_left) eta = eta ? std::min(*eta, std::max(0.0, *in.budget_left)) : std::max(0.0, *in.budget_left);
+  return eta;
+}
+
+std::string format_duration(double seconds) {
+  const auto s = static_cast<int64_t>(std::llround(std::max(0.0, seconds)));
+  if (s < 60) return fmt::format("{}s", s);
+  if (s < 3600) return fmt::format("{}m{:02}s", s / 60, s % 60);
+  return fmt::format("{}h{:02}m", s / 3600, (s % 3600) / 60);
 }
 
 }  // namespace tune::internal

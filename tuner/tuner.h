@@ -54,6 +54,11 @@ struct RunConfig {
   Durability durability = Durability::kNormal;
   // Program re-executed for MPI worker groups. Default: this program.
   std::string worker_executable;
+  // Keep an HTML report of the experiment here (tuner/report.h), rewritten
+  // every report_interval_s while the sweep runs and once at its end; an open
+  // page reloads itself until the sweep is over. Default: "" (none).
+  std::string report_path;
+  double report_interval_s = 5.0;
 };
 
 // One trial's outcome.

@@ -70,3 +70,43 @@ TEST(Progress, RunningFirstThenBestByMetricAndARowLimit) {
 
 }  // namespace
 }  // namespace tune::internal
+
+namespace tune::internal {
+namespace {
+
+TEST(ProgressEta, ComesFromTheMeanTrialTimeAndTheTrialsLeft) {
+  EtaInput in;
+  in.total_trials = 10;
+  in.finished_s = {10, 20};  // mean 15
+  in.running_s = {5, 20};     // lack 10 and 0
+  in.concurrency = 2;
+  // 6 trials not started x 15 s + 10 s, over 2 at a time.
+  EXPECT_DOUBLE_EQ(*estimate_eta(in), (6 * 15.0 + 10.0) / 2);
+  in.budget_left = 12;
+  EXPECT_DOUBLE_EQ(*estimate_eta(in), 12.0) << "the time budget caps it";
+}
+
+TEST(ProgressEta, IsUnknownBeforeAnyTrialFinishesOrForAnUnboundedSearch) {
+  EtaInput in;
+  in.total_trials = 10;
+  in.running_s = {3};
+  EXPECT_FALSE(estimate_eta(in).has_value());
+  in.finished_s = {4};
+  in.total_trials = -1;
+  EXPECT_FALSE(estimate_eta(in).has_value());
+  in.budget_left = 30;
+  EXPECT_DOUBLE_EQ(*estimate_eta(in), 30.0);
+}
+
+TEST(ProgressEta, IsShownInTheHeaderWhileRunning) {
+  std::vector<ProgressRow> rows = {{0, "RUNNING", {{"x", 1}}, nullptr, ""}};
+  EXPECT_NE(render_progress("exp", "loss", "min", rows, 1.0, 1, 2, false, {"x"}, 20, 75.0).find(", ETA 1m15s,"),
+            std::string::npos);
+  EXPECT_EQ(render_progress("exp", "loss", "min", rows, 1.0, 1, 2, true, {"x"}, 20, 75.0).find("ETA"),
+            std::string::npos);
+  EXPECT_EQ(format_duration(3725), "1h02m");
+  EXPECT_EQ(format_duration(4.2), "4s");
+}
+
+}  // namespace
+}  // namespace tune::internal

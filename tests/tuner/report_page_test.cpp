@@ -1,0 +1,113 @@
+// The report page: one self-contained file whose embedded data survives any
+// text in the store, written atomically; bad names are one-line errors.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "storage/store.h"
+#include "test_util.h"
+#include "base/error.h"
+#include "tuner/report.h"
+
+namespace tune {
+namespace {
+
+using tune::testing::TempDir;
+namespace fs = std::filesystem;
+
+const std::string kHostile = "</script><script>alert(1)</script><!--";
+
+struct SmallStore {
+  TempDir dir;
+  std::unique_ptr<Store> store = Store::open(dir.path());
+
+  explicit SmallStore(const std::string& status = "FINISHED") {
+    ExperimentRecord e{0, "quad", status, "loss", "min"};
+    const int64_t id = store->create_experiment(e);
+    for (int i = 0; i < 3; ++i) {
+      const int64_t trial = store->add_trial(id, i, {{"x", i}, {"note", i == 1 ? kHostile : "ok"}});
+      store->set_trial_status(trial, kRunning, 1);
+      store->add_result(trial, 1, 1, {{"loss", i * i}}, 2);
+      store->set_trial_status(trial, i == 2 ? kError : kTerminated, 3, i == 2 ? kHostile : "");
+    }
+  }
+};
+
+Json page_data(const std::string& page) {
+  const std::string open = "<script type=\"application/json\" id=\"tune-data\">";
+  const size_t start = page.find(open);
+  EXPECT_NE(start, std::string::npos);
+  const size_t end = page.find("</script>", start);
+  return Json::parse(page.substr(start + open.size(), end - start - open.size()));
+}
+
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST(ReportPage, IsOneFileWithItsDataIntactWhateverTheStoreHolds) {
+  SmallStore s;
+  const std::string page = render_report(*s.store, s.dir.path(), {"quad"});
+  EXPECT_EQ(page.rfind("<!doctype html>", 0), 0u);
+  EXPECT_EQ(count(page, "<script src"), 0u);
+  EXPECT_EQ(count(page, "<link"), 0u);
+  // error collector, ECharts, data, three scripts of the page, main(): seven
+  // elements, however many "</script>" the store's text holds.
+  EXPECT_EQ(count(page, "</script>"), 7u);
+  const Json data = page_data(page);
+  ASSERT_EQ(data["experiments"].size(), 1u);
+  const Json& e = data["experiments"][0];
+  EXPECT_EQ(e["summary"]["name"], "quad");
+  EXPECT_EQ(e["summary"]["best"]["trial"], 0);
+  EXPECT_EQ(e["trials"]["error"][2], kHostile);
+  EXPECT_EQ(e["summary"]["params"], (Json{"note", "x"}));
+  EXPECT_EQ(e["trials"]["p"][0][1], kHostile);
+  EXPECT_FALSE(data["live"].get<bool>());
+}
+
+TEST(ReportPage, ARunningExperimentMakesThePageLive) {
+  SmallStore s("RUNNING");
+  ReportOptions options;
+  options.reload_seconds = 3;
+  const Json data = page_data(render_report(*s.store, s.dir.path(), {"quad"}, options));
+  EXPECT_TRUE(data["live"].get<bool>());
+  EXPECT_EQ(data["reload_s"], 3);
+}
+
+TEST(ReportPage, UnknownExperimentsAndBadOptionsAreOneLineErrors) {
+  SmallStore s;
+  try {
+    render_report(*s.store, s.dir.path(), {"quad", "qaud"});
+    FAIL() << "no error";
+  } catch (const NotFoundError& e) {
+    EXPECT_NE(std::string(e.what()).find("no experiment named 'qaud'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("did you mean 'quad'?"), std::string::npos) << e.what();
+  }
+  ReportOptions bad;
+  bad.mode = "up";
+  EXPECT_THROW(render_report(*s.store, s.dir.path(), {"quad"}, bad), ConfigError);
+  EXPECT_THROW(render_report(*s.store, s.dir.path(), {}), ConfigError);
+  EXPECT_THROW(write_report(s.dir.file("nowhere"), {"quad"}, s.dir.file("r.html")), NotFoundError);
+}
+
+TEST(ReportPage, IsReplacedAtomicallyAndLeftAloneOnFailure) {
+  SmallStore s;
+  const std::string output = s.dir.file("report.html");
+  std::ofstream(output) << "old";
+  write_report(s.dir.path(), {"quad"}, output);
+  std::stringstream text;
+  text << std::ifstream(output).rdbuf();
+  EXPECT_EQ(text.str().rfind("<!doctype html>", 0), 0u);
+  for (const auto& entry : fs::directory_iterator(s.dir.path())) {
+    EXPECT_EQ(entry.path().filename().string().find(".tmp-"), std::string::npos) << entry.path();
+  }
+  EXPECT_THROW(write_report(s.dir.path(), {"quad"}, s.dir.file("missing/report.html")), Error);
+  EXPECT_FALSE(fs::exists(s.dir.file("missing")));
+}
+
+}  // namespace
+}  // namespace tune

@@ -1,0 +1,106 @@
+// `tune results`: every result as a CSV or JSON row, with the config in
+// effect when it was reported.
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "storage/store.h"
+#include "test_util.h"
+#include "base/error.h"
+#include "tuner/results_export.h"
+
+namespace tune {
+namespace {
+
+using tune::testing::TempDir;
+
+// Trial 0 reports twice, then exploits trial 1 (lr 0.1 -> 0.2) and reports
+// once more; trial 1 reports a NaN loss (null) and a metric named "time".
+struct ExportStore {
+  TempDir dir;
+  std::unique_ptr<Store> store = Store::open(dir.path());
+
+  ExportStore() {
+    const int64_t id = store->create_experiment(ExperimentRecord{0, "pbt-demo", "FINISHED", "loss", "min"});
+    const int64_t t0 = store->add_trial(id, 0, {{"lr", 0.1}, {"net", {{"width", 8}}}});
+    const int64_t t1 = store->add_trial(id, 1, {{"lr", 0.3}, {"net", {{"width", 16}}}});
+    store->add_result(t0, 1, 1, {{"loss", 2.0}, {"acc", 0.5}}, 10);
+    store->add_result(t1, 1, 1, {{"loss", nullptr}, {"time", 7}}, 11);
+    store->add_result(t0, 2, 1, {{"loss", 1.0}, {"acc", 0.6}, {"tag", "a,\"b\""}}, 12);
+    ExploitRecord x;
+    x.trial_id = t0;
+    x.donor_trial_id = t1;
+    x.iteration = 2;
+    x.old_config = {{"lr", 0.1}, {"net", {{"width", 8}}}};
+    x.new_config = {{"lr", 0.2}, {"net", {{"width", 16}}}};
+    x.time = 13;
+    store->add_exploit(x);
+    store->set_trial_config(t0, x.new_config);
+    store->add_result(t0, 3, 2, {{"loss", 0.5}, {"acc", 0.7}}, 14);
+  }
+
+  std::string run(const std::string& format, const std::string& experiment = "pbt-demo") {
+    cli::QueryOptions q;
+    q.storage = dir.path();
+    q.experiment = experiment;
+    q.format = format;
+    std::ostringstream out;
+    EXPECT_EQ(cli::export_results(q, out), 0);
+    return out.str();
+  }
+};
+
+TEST(ResultsExport, CsvHasEveryResultWithTheConfigInEffect) {
+  ExportStore s;
+  const std::string csv = s.run("csv");
+  const std::string expected =
+      "trial_index,attempt,iteration,time,loss,acc,tag,metrics/time,config/lr,config/net.width\n"
+      "0,1,1,10.0,2.0,0.5,,,0.1,8\n"
+      "0,1,2,12.0,1.0,0.6,\"a,\"\"b\"\"\",,0.1,8\n"
+      "0,2,3,14.0,0.5,0.7,,,0.2,16\n"
+      "1,1,1,11.0,,,,7,0.3,16\n";
+  EXPECT_EQ(csv, expected);
+}
+
+TEST(ResultsExport, JsonRowsCarryTheSameFields) {
+  ExportStore s;
+  const Json rows = Json::parse(s.run("json"));
+  ASSERT_EQ(rows.size(), 4u);
+  EXPECT_EQ(rows[2]["trial_index"], 0);
+  EXPECT_EQ(rows[2]["attempt"], 2);
+  EXPECT_EQ(rows[2]["iteration"], 3);
+  EXPECT_EQ(rows[2]["loss"], 0.5);
+  EXPECT_EQ(rows[2]["config/lr"], 0.2);
+  EXPECT_EQ(rows[1]["config/lr"], 0.1);
+  EXPECT_TRUE(rows[3]["loss"].is_null());
+  EXPECT_EQ(rows[3]["metrics/time"], 7);
+  EXPECT_EQ(rows[3]["time"], 11.0);
+}
+
+TEST(ResultsExport, AnExperimentWithoutResultsGivesAHeaderOrAnEmptyArray) {
+  ExportStore s;
+  s.store->create_experiment(ExperimentRecord{0, "empty"});
+  EXPECT_EQ(s.run("csv", "empty"), "trial_index,attempt,iteration,time\n");
+  EXPECT_EQ(Json::parse(s.run("json", "empty")), Json::array());
+}
+
+TEST(ResultsExport, UnknownExperimentsAndFormatsAreErrors) {
+  ExportStore s;
+  cli::QueryOptions q;
+  q.storage = s.dir.path();
+  q.experiment = "pbt-dem";
+  q.format = "csv";
+  std::ostringstream out;
+  try {
+    cli::export_results(q, out);
+    FAIL() << "no error";
+  } catch (const NotFoundError& e) {
+    EXPECT_NE(std::string(e.what()).find("did you mean 'pbt-demo'?"), std::string::npos) << e.what();
+  }
+  q.experiment = "pbt-demo";
+  q.format = "table";
+  EXPECT_THROW(cli::export_results(q, out), ConfigError);
+}
+
+}  // namespace
+}  // namespace tune

@@ -1,0 +1,353 @@
+// tune report: the page's core. Reads the JSON in #tune-data (written by
+// tuner/report_json.cpp), lays out one section per experiment, and keeps the
+// selected trial in every chart and in location.hash ("#e0-t12").
+//
+// Data, per experiment (arrays are columns, one entry per trial/point):
+//   summary   name, status, metric, mode, scheduler, search, created_at,
+//             wall_s, running, counts, best {trial, value, params, checkpoint},
+//             constants, params [names], importance [[name, share]],
+//             slots_per_trial, lanes, utilisation, hosts, results, curve_points
+//   trials    index, status, attempts, value, best, iterations, end, error,
+//             p [one column per param]
+//   curves    start (offsets per trial, one extra at the end), x, y
+//   marks     trial, x (iteration), y (metric), p (the scheduler's progress
+//             attribute), kind (stopped|paused|promoted|exploited|retried|error)
+//   intervals trial, attempt, start, end, lane, host
+//   rungs     attribute, rungs [{milestone, cutoff, trials, values, continued}]
+//   median    attribute, x, y
+//   exploits  [{trial, donor, iteration, donor_iteration, time, changes}]
+//
+// Charts are registered (T.builder) by report_charts.js and report_schedule.js;
+// main() lays them out and draws each as it comes near the viewport. On
+// #tune-report: data-charts (how many), data-drawn (drawn so far),
+// data-state="ready" and data-render-ms once the charts in view are drawn,
+// data-all-ms once every chart is; the tests and bench/report read them.
+(function () {
+  'use strict';
+
+  var T = (window.tuneReport = { builders: [], charts: [], experiments: [] });
+  var COLORS = ['#3b63c4', '#e8833a', '#3aa55d', '#c43b5c', '#8a5cc4', '#2ab0b8', '#b8a22a', '#6b7280'];
+  T.COLORS = COLORS;
+  T.MARKS = {
+    stopped: { symbol: 'triangle', color: '#d62728', label: 'stopped by the scheduler' },
+    paused: { symbol: 'rect', color: '#ff9f1c', label: 'paused' },
+    promoted: { symbol: 'arrow', color: '#2ca02c', label: 'promoted (resumed)' },
+    exploited: { symbol: 'diamond', color: '#9467bd', label: 'exploited (PBT clone)' },
+    retried: { symbol: 'pin', color: '#7f7f7f', label: 'failed, retried' },
+    error: { symbol: 'circle', color: '#111111', label: 'failed' }
+  };
+
+  T.el = function (tag, attrs, parent, text) {
+    var node = document.createElement(tag);
+    for (var key in attrs || {}) node.setAttribute(key, attrs[key]);
+    if (text !== undefined) node.textContent = text;
+    if (parent) parent.appendChild(node);
+    return node;
+  };
+
+  T.fmt = function (v) {
+    if (v === null || v === undefined || (typeof v === 'number' && !isFinite(v))) return '–';
+    if (typeof v !== 'number') return typeof v === 'string' ? v : JSON.stringify(v);
+    if (Number.isInteger(v)) return String(v);
+    var a = Math.abs(v);
+    return a !== 0 && (a < 1e-3 || a >= 1e6) ? v.toExponential(3).replace(/\.?0+e/, 'e') : String(+v.toPrecision(5));
+  };
+
+  T.duration = function (s) {
+    if (!isFinite(s)) return '–';
+    if (s < 60) return s.toFixed(1) + ' s';
+    if (s < 3600) return Math.floor(s / 60) + ' min ' + Math.round(s % 60) + ' s';
+    return Math.floor(s / 3600) + ' h ' + Math.round((s % 3600) / 60) + ' min';
+  };
+
+  T.finite = function (v) { return v !== null && v !== undefined && isFinite(v); };
+
+  // A metric's axis: log when its values are positive and span decades.
+  T.valueAxis = function (name, values, extra) {
+    var axis = { type: T.positiveWideRange(values) ? 'log' : 'value', name: name, scale: true, nameGap: 48,
+      nameLocation: 'middle', axisLabel: { formatter: T.fmt } };
+    for (var k in extra || {}) axis[k] = extra[k];
+    return axis;
+  };
+
+  // Axis bounds at round numbers around [lo, hi] (for series such as 'lines'
+  // that do not size their axes).
+  T.niceExtent = function (lo, hi) {
+    if (lo === hi) return [lo - 1, hi + 1];
+    var step = Math.pow(10, Math.floor(Math.log10(hi - lo))) / 2;
+    return [Math.floor(lo / step) * step, Math.ceil(hi / step) * step];
+  };
+
+  // Polylines as one series' data, broken between them (ECharts draws one
+  // series far faster than thousands).
+  T.breaks = function (polylines) {
+    var flat = [];
+    polylines.forEach(function (coords) {
+      for (var i = 0; i < coords.length; i++) flat.push(coords[i]);
+      flat.push([null, null]);
+    });
+    return flat;
+  };
+
+  // Buttons in a panel's title that switch a chart between views.
+  T.toggle = function (panel, labels, onChange) {
+    var box = T.el('span', { 'class': 'toggle' }, panel.querySelector('h3'));
+    labels.forEach(function (label, n) {
+      var b = T.el('button', { type: 'button', 'class': n === 0 ? 'on' : '' }, box, label);
+      b.addEventListener('click', function () {
+        Array.prototype.forEach.call(box.children, function (c) { c.className = c === b ? 'on' : ''; });
+        onChange(label);
+      });
+    });
+  };
+
+  T.escape = function (s) {
+    return String(s).replace(/[&<>"]/g, function (c) {
+      return { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' }[c];
+    });
+  };
+
+  // "trial 12 (TERMINATED)", its metric and its sampled parameters: the
+  // tooltip of every point that stands for a trial.
+  T.trialTooltip = function (e, trial) {
+    var i = e.pos[trial];
+    if (i === undefined) return '';
+    var t = e.data.trials, s = e.data.summary;
+    var lines = ['<b>trial ' + trial + '</b> (' + T.escape(t.status[i]) + ')',
+      T.escape(s.metric || 'metric') + ': ' + T.fmt(t.value[i]) + ' (best ' + T.fmt(t.best[i]) + ')'];
+    s.params.slice(0, 12).forEach(function (name, k) {
+      lines.push(T.escape(name) + ': ' + T.escape(T.fmt(t.p[k][i])));
+    });
+    if (t.error[i]) lines.push('<span class="error-text">' + T.escape(t.error[i]).slice(0, 200) + '</span>');
+    return lines.join('<br>');
+  };
+
+  T.positiveWideRange = function (values) {
+    var lo = Infinity, hi = -Infinity;
+    for (var i = 0; i < values.length; i++) {
+      var v = values[i];
+      if (v === null || !isFinite(v)) continue;
+      if (v <= 0) return false;
+      if (v < lo) lo = v;
+      if (v > hi) hi = v;
+    }
+    return lo < Infinity && hi / lo > 1000;
+  };
+
+  // Adds a chart to `panel`: drawn once every section is laid out (so each
+  // chart gets its final width); `select(trial)` redraws its highlight and
+  // `setup(chart)` runs right after it is drawn.
+  // Registers a chart builder: build(experiment, grid) adds its panel(s);
+  // `order` places it on the page (history 10, curves 20, scheduler views
+  // 30-32, importance 35, parallel 40, slices 60, timeline 70).
+  T.builder = function (order, build) { T.builders.push({ order: order, build: build }); };
+
+  T.chart = function (e, panel, kind, option, select, setup) {
+    var div = T.el('div', { 'class': 'tune-chart', 'data-chart': kind }, panel);
+    var entry = { kind: kind, chart: null, div: div, select: select || null, drawn: false, experiment: e,
+      option: option, setup: setup || null };
+    T.charts.push(entry);
+    return entry;
+  };
+
+  // A chart is drawn when it comes within 200 px of the viewport, so a sweep
+  // of 10,000 trials shows its first charts at once; data-drawn counts the
+  // charts drawn so far.
+  function draw(entry) {
+    if (entry.chart) return;
+    T.pending += 1;
+    var chart = (entry.chart = echarts.init(entry.div, null, { renderer: T.renderer }));
+    chart.on('finished', function () {
+      if (entry.drawn) return;
+      entry.drawn = true;
+      entry.div.setAttribute('data-elements', String(chart.getZr().storage.getDisplayList().length));
+      T.drawn += 1;
+      T.root.setAttribute('data-drawn', String(T.drawn));
+      if (T.drawn === T.charts.length) T.root.setAttribute('data-all-ms', String(Math.round(performance.now())));
+      T.pending -= 1;
+      if (T.pending === 0) T.ready();
+    });
+    var e = entry.experiment;
+    chart.on('click', function (p) {
+      var trial = p.data && p.data.trial !== undefined ? p.data.trial : Array.isArray(p.value) ? p.value[2] : undefined;
+      if (typeof trial === 'number' && e.pos[trial] !== undefined) T.select(e, trial);
+    });
+    var option = entry.option;
+    entry.option = null;
+    option.animation = false;
+    // An axis drawn where the other crosses zero would cut through the plot.
+    [].concat(option.xAxis || [], option.yAxis || []).forEach(function (axis) {
+      axis.axisLine = axis.axisLine || {};
+      axis.axisLine.onZero = false;
+    });
+    chart.setOption(option);
+    if (entry.setup) entry.setup(chart);
+    if (entry.select && e.selected !== null && e.selected !== undefined) entry.select(e.selected);
+  }
+
+  T.panel = function (parent, title, note, cls) {
+    var panel = T.el('div', { 'class': 'panel' + (cls ? ' ' + cls : '') }, parent);
+    T.el('h3', {}, panel, title);
+    if (note) T.el('p', { 'class': 'note' }, panel, note);
+    return panel;
+  };
+
+  T.empty = function (parent, title, why) {
+    var panel = T.panel(parent, title);
+    T.el('div', { 'class': 'empty' }, panel, why);
+    return panel;
+  };
+
+  T.select = function (e, trial) {
+    e.selected = trial;
+    try {
+      history.replaceState(null, '', '#e' + e.number + '-t' + trial);
+    } catch (ignored) {
+      location.hash = 'e' + e.number + '-t' + trial;
+    }
+    T.charts.forEach(function (c) {
+      if (c.experiment === e && c.select && c.chart) c.select(trial);
+    });
+    var box = e.selectedBox, i = e.pos[trial], t = e.data.trials;
+    box.hidden = false;
+    box.innerHTML = 'Selected: ' + T.trialTooltip(e, trial).replace(/<br>/g, ' · ') +
+      ' · attempts ' + t.attempts[i] + ', iterations ' + t.iterations[i];
+  };
+
+  // The charts in view are drawn: the page is usable (once; charts drawn
+  // later as the page scrolls only update data-drawn).
+  T.ready = function () {
+    if (T.root.getAttribute('data-state') === 'ready') return;
+    T.root.setAttribute('data-render-ms', String(Math.round(performance.now())));
+    T.root.setAttribute('data-state', 'ready');
+    var match = /^#e(\d+)-t(\d+)$/.exec(location.hash);
+    if (match && T.experiments[+match[1]]) {
+      var e = T.experiments[+match[1]];
+      if (e.pos[+match[2]] !== undefined) T.select(e, +match[2]);
+    }
+    try {
+      var y = sessionStorage.getItem('tune-report-scroll');
+      if (y) window.scrollTo(0, +y);
+    } catch (ignored) { /* file:// storage may be refused */ }
+  };
+
+  // While an experiment runs, reload (the driver rewrites the file); the
+  // hash keeps the selection, sessionStorage the scroll position.
+  function scheduleReload(data) {
+    if (!data.live || !(data.reload_s > 0)) return;
+    T.root.setAttribute('data-reload-s', String(data.reload_s));
+    setTimeout(function () {
+      try {
+        sessionStorage.setItem('tune-report-scroll', String(window.scrollY));
+      } catch (ignored) { /* not kept then */ }
+      location.reload();
+    }, data.reload_s * 1000);
+  }
+
+  function summaryCard(e, parent) {
+    var s = e.data.summary, card = T.el('div', { 'class': 'card' }, parent), table = T.el('table', {}, card);
+    function row(k, v) {
+      var tr = T.el('tr', {}, table);
+      T.el('td', {}, tr, k);
+      T.el('td', {}, tr, v);
+    }
+    var counts = Object.keys(s.counts).map(function (k) { return s.counts[k] + ' ' + k; }).join(', ');
+    row('status', s.status + (s.running ? ' (live)' : ''));
+    row('trials', (e.data.trials.index.length || 0) + (counts ? ' — ' + counts : ''));
+    row('metric', s.metric ? s.metric + ' (' + s.mode + ')' : 'none');
+    row('search / scheduler', (s.search || '?') + ' / ' + s.scheduler);
+    row('wall time', T.duration(s.wall_s));
+    row('slot utilisation', s.utilisation === null ? '–' : Math.round(s.utilisation * 100) + '% of ' + s.lanes +
+      ' trial slot' + (s.lanes === 1 ? '' : 's') + (s.slots_per_trial > 1 ? ' × ' + s.slots_per_trial + ' cores' : ''));
+    row('results', s.results + (s.curve_points < s.results ? ' (curves show ' + s.curve_points + ')' : ''));
+    var best = T.el('div', { 'class': 'card' }, parent);
+    if (!s.best) {
+      T.el('div', { 'class': 'empty' }, best, s.metric ? 'No trial has reported a finite ' + s.metric + ' yet.' : 'No metric.');
+      return;
+    }
+    T.el('h3', {}, best, 'Best trial: ' + s.best.trial + ' — ' + s.metric + ' ' + T.fmt(s.best.value));
+    var t2 = T.el('table', {}, best);
+    var sampled = s.params.length ? s.params : Object.keys(s.best.params);
+    sampled.slice(0, 16).forEach(function (k) {
+      var tr = T.el('tr', {}, t2);
+      T.el('td', {}, tr, k);
+      T.el('td', {}, tr, T.fmt(s.best.params[k]));
+    });
+    var constants = Object.keys(s.constants).map(function (k) { return k + '=' + T.fmt(s.constants[k]); });
+    if (constants.length) T.el('p', { 'class': 'note' }, best, 'constants: ' + constants.join(', '));
+    if (s.best.checkpoint) T.el('p', { 'class': 'note' }, best, 'checkpoint: ' + s.best.checkpoint);
+  }
+
+  function experimentSection(e) {
+    var s = e.data.summary;
+    var section = T.el('section', { 'class': 'experiment', id: 'experiment-' + e.number }, T.root);
+    T.el('h2', {}, section, s.name);
+    T.el('p', { 'class': 'sub' }, section, 'created ' + new Date(s.created_at * 1000).toLocaleString());
+    summaryCard(e, T.el('div', { 'class': 'summary' }, section));
+    e.selectedBox = T.el('div', { 'class': 'selected', hidden: '' }, section);
+    var grid = T.el('div', { 'class': 'grid' }, section);
+    T.builders.slice().sort(function (a, b) { return a.order - b.order; }).forEach(function (builder) {
+      try {
+        builder.build(e, grid, section);
+      } catch (err) {
+        console.error('chart failed: ' + (err && err.stack ? err.stack : err));
+      }
+    });
+  }
+
+  T.main = function () {
+    var data = JSON.parse(document.getElementById('tune-data').textContent);
+    T.data = data;
+    T.root = document.getElementById('tune-report');
+    T.pending = 1;  // held until every section is laid out
+    var points = 0;
+    data.experiments.forEach(function (x) { points += x.curves.x.length + x.trials.index.length; });
+    T.renderer = points < 20000 ? 'svg' : 'canvas';
+    T.root.setAttribute('data-renderer', T.renderer);
+    var head = T.el('header', {}, T.root);
+    T.el('h1', {}, head, 'tune report');
+    var sub = T.el('p', { 'class': 'sub' }, head, data.experiments.map(function (x) { return x.summary.name; }).join(', ') +
+      ' — ' + data.storage + ' — generated ' + new Date(data.generated_at * 1000).toLocaleString() + ' ');
+    if (data.live) T.el('span', { 'class': 'live' }, sub, 'live: refreshing every ' + data.reload_s + ' s');
+    data.experiments.forEach(function (x, n) {
+      var e = { number: n, data: x, pos: {}, selected: null };
+      x.trials.index.forEach(function (trial, i) { e.pos[trial] = i; });
+      T.experiments.push(e);
+    });
+    if (T.compare && T.experiments.length > 1) T.compare(T.experiments, T.root);
+    T.experiments.forEach(experimentSection);
+    T.drawn = 0;
+    T.root.setAttribute('data-charts', String(T.charts.length));
+    T.root.setAttribute('data-drawn', '0');
+    var resizing = null;
+    window.addEventListener('resize', function () {
+      clearTimeout(resizing);
+      resizing = setTimeout(function () { T.charts.forEach(function (c) { if (c.chart) c.chart.resize(); }); }, 200);
+    });
+    scheduleReload(data);
+    if (!T.charts.length) T.root.setAttribute('data-all-ms', String(Math.round(performance.now())));
+    // "report.html?all" draws every chart at once (to print, or to time it).
+    if (!window.IntersectionObserver || !T.charts.length || /[?&]all\b/.test(location.search)) {
+      T.charts.forEach(draw);
+      T.pending -= 1;
+      if (T.pending === 0) T.ready();
+      return;
+    }
+    // The observer reports every chart once at the start, in view or not;
+    // after that first report the charts in view are being drawn.
+    var first = true;
+    var observer = new IntersectionObserver(function (changes) {
+      changes.forEach(function (change) {
+        if (!change.isIntersecting) return;
+        observer.unobserve(change.target);
+        draw(T.charts.filter(function (c) { return c.div === change.target; })[0]);
+      });
+      if (first) {
+        first = false;
+        T.pending -= 1;
+        if (T.pending === 0) T.ready();
+      }
+    }, { rootMargin: '200px 0px' });
+    T.charts.forEach(function (c) { observer.observe(c.div); });
+  };
+})();
