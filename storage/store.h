@@ -149,8 +149,8 @@ class Store {
   virtual void set_scheduler_state(int64_t experiment_id, const Json& state) = 0;
 
   // --- trials
-  // Inserts the trial (status PENDING) and one row per flattened parameter in
-  // `params`. Returns the trial's row id.
+  // Inserts the trial (status PENDING) and one row per flattened leaf of
+  // `config` (table params). Returns the trial's row id.
   virtual int64_t add_trial(int64_t experiment_id, int64_t trial_index, const Json& config) = 0;
   // Sets status; started_at when RUNNING (and attempts += 1), ended_at when
   // TERMINATED/ERROR. `error` replaces the stored message when non-empty.

@@ -147,6 +147,95 @@ int list_experiments(const QueryOptions& options, std::ostream& out) {
   return 0;
 }
 
+namespace {
+
+using TrialRows = std::vector<std::pair<TrialRecord, Json>>;
+
+// PBT lineage: per trial row id, its exploits in order.
+std::map<int64_t, Json> lineage_of(Store& store, int64_t experiment_id, const std::vector<TrialRecord>& trials) {
+  std::map<int64_t, int64_t> index_of;
+  for (const auto& t : trials) index_of[t.id] = t.trial_index;
+  std::map<int64_t, Json> lineage;
+  for (const auto& e : store.exploits(experiment_id)) {
+    lineage[e.trial_id].push_back({{"donor", internal::trial_name(index_of[e.donor_trial_id])},
+                                   {"iteration", e.iteration}, {"donor_iteration", e.donor_iteration},
+                                   {"old_config", e.old_config}, {"new_config", e.new_config}});
+  }
+  return lineage;
+}
+
+void sort_rows(TrialRows& rows, const std::string& key, bool descending) {
+  bool known = key == "trial";
+  for (const auto& [trial, row] : rows) known = known || row.contains(key);
+  if (!known && !rows.empty()) throw ConfigError("cannot sort by '" + key + "': no such column");
+  std::stable_sort(rows.begin(), rows.end(), [&](const auto& a, const auto& b) {
+    const Json& x = a.second.contains(key) ? a.second[key] : Json(nullptr);
+    const Json& y = b.second.contains(key) ? b.second[key] : Json(nullptr);
+    if (key == "trial") return descending ? a.first.trial_index > b.first.trial_index
+                                          : a.first.trial_index < b.first.trial_index;
+    if (x.is_null() != y.is_null()) return y.is_null();  // missing values last
+    if (x.is_number() && y.is_number()) return descending ? x.get<double>() > y.get<double>() : x.get<double>() < y.get<double>();
+    return descending ? format_value(x) > format_value(y) : format_value(x) < format_value(y);
+  });
+}
+
+void print_trials_json(Store& store, const TrialRows& rows, const std::map<int64_t, Json>& lineage,
+                       const std::string& mode, std::ostream& out) {
+  Json list = Json::array();
+  for (const auto& [trial, row] : rows) {
+    auto exploits = lineage.find(trial.id);
+    list.push_back({{"trial_index", trial.trial_index}, {"trial_name", internal::trial_name(trial.trial_index)},
+                    {"status", trial.status}, {"config", trial.config}, {"iteration", trial.last_iteration},
+                    {"attempts", trial.attempts}, {"last_result", trial.last_result},
+                    {"error", trial.error.empty() ? Json(nullptr) : Json(trial.error)},
+                    {"checkpoint", best_checkpoint(store, trial.id, mode)},
+                    {"exploits", exploits == lineage.end() ? Json::array() : exploits->second}});
+  }
+  out << list.dump(2) << "\n";
+}
+
+// Columns: trial and status first, the parameters, iter, the metrics, then
+// the lineage and error last (the rows are JSON objects, which sort keys).
+std::vector<std::string> table_columns(const TrialRows& rows, bool with_lineage) {
+  if (rows.empty()) return {"trial", "status", "iter"};
+  std::vector<std::string> ordered = {"trial", "status"};
+  const Json params = flatten(rows.front().first.config);
+  for (auto it = params.begin(); it != params.end(); ++it) ordered.push_back(it.key());
+  ordered.push_back("iter");
+  for (const auto& [trial, row] : rows) {
+    for (auto it = row.begin(); it != row.end(); ++it) {
+      const std::string& key = it.key();
+      if (key != "error" && key != "exploited" && std::find(ordered.begin(), ordered.end(), key) == ordered.end())
+        ordered.push_back(key);
+    }
+  }
+  if (with_lineage) ordered.push_back("exploited");
+  ordered.push_back("error");
+  return ordered;
+}
+
+void print_trials_table(const TrialRows& rows, bool with_lineage, bool csv, std::ostream& out) {
+  const std::vector<std::string> columns = table_columns(rows, with_lineage);
+  std::vector<std::vector<std::string>> table;
+  for (const auto& [trial, row] : rows) {
+    std::vector<std::string> cells;
+    for (const auto& key : columns) cells.push_back(row.contains(key) ? format_value(row[key]) : "");
+    table.push_back(std::move(cells));
+  }
+  if (!csv) {
+    out << render_table(columns, table);
+    return;
+  }
+  for (size_t i = 0; i < columns.size(); ++i) out << (i ? "," : "") << csv_cell(columns[i]);
+  out << "\n";
+  for (const auto& cells : table) {
+    for (size_t i = 0; i < cells.size(); ++i) out << (i ? "," : "") << csv_cell(cells[i]);
+    out << "\n";
+  }
+}
+
+}  // namespace
+
 int list_trials(const QueryOptions& options, std::ostream& out) {
   auto store = open_store(options);
   ExperimentRecord experiment = find(*store, options);
@@ -155,97 +244,26 @@ int list_trials(const QueryOptions& options, std::ostream& out) {
   for (const auto& f : options.filters) filters.push_back(parse_filter(f));
 
   auto all_trials = store->trials(experiment.id);
-  // PBT lineage: per trial row id, its exploits in order.
-  std::map<int64_t, int64_t> index_of;
-  for (const auto& t : all_trials) index_of[t.id] = t.trial_index;
-  std::map<int64_t, Json> lineage;
-  for (const auto& e : store->exploits(experiment.id)) {
-    lineage[e.trial_id].push_back({{"donor", internal::trial_name(index_of[e.donor_trial_id])},
-                                   {"iteration", e.iteration}, {"donor_iteration", e.donor_iteration},
-                                   {"old_config", e.old_config}, {"new_config", e.new_config}});
-  }
-  std::vector<std::pair<TrialRecord, Json>> rows;
+  const std::map<int64_t, Json> lineage = lineage_of(*store, experiment.id, all_trials);
+  TrialRows rows;
   for (auto& trial : all_trials) {
     Json row = trial_row(*store, trial, mode);
-    if (lineage.count(trial.id)) {
+    if (auto it = lineage.find(trial.id); it != lineage.end()) {
       std::string text;
-      for (const auto& e : lineage[trial.id]) {
+      for (const auto& e : it->second)
         text += (text.empty() ? "" : " ") + e["donor"].get<std::string>() + "@" + std::to_string(e["iteration"].get<int64_t>());
-      }
       row["exploited"] = text;
     }
     bool keep = true;
     for (const auto& f : filters) keep = keep && matches(row.contains(f.key) ? row[f.key] : Json(nullptr), f);
     if (keep) rows.emplace_back(std::move(trial), std::move(row));
   }
-  if (!options.sort.empty()) {
-    const std::string& key = options.sort;
-    bool known = key == "trial";
-    for (const auto& [trial, row] : rows) known = known || row.contains(key);
-    if (!known && !rows.empty()) throw ConfigError("cannot sort by '" + key + "': no such column");
-    std::stable_sort(rows.begin(), rows.end(), [&](const auto& a, const auto& b) {
-      const Json& x = a.second.contains(key) ? a.second[key] : Json(nullptr);
-      const Json& y = b.second.contains(key) ? b.second[key] : Json(nullptr);
-      if (key == "trial") return options.descending ? a.first.trial_index > b.first.trial_index
-                                                    : a.first.trial_index < b.first.trial_index;
-      if (x.is_null() != y.is_null()) return y.is_null();  // missing values last
-      if (x.is_number() && y.is_number()) {
-        return options.descending ? x.get<double>() > y.get<double>() : x.get<double>() < y.get<double>();
-      }
-      return options.descending ? format_value(x) > format_value(y) : format_value(x) < format_value(y);
-    });
-  }
+  if (!options.sort.empty()) sort_rows(rows, options.sort, options.descending);
   if (options.limit > 0 && rows.size() > static_cast<size_t>(options.limit)) rows.resize(options.limit);
-
   if (options.format == "json") {
-    Json list = Json::array();
-    for (const auto& [trial, row] : rows) {
-      list.push_back({{"trial_index", trial.trial_index}, {"trial_name", internal::trial_name(trial.trial_index)},
-                      {"status", trial.status}, {"config", trial.config}, {"iteration", trial.last_iteration},
-                      {"attempts", trial.attempts}, {"last_result", trial.last_result},
-                      {"error", trial.error.empty() ? Json(nullptr) : Json(trial.error)},
-                      {"checkpoint", best_checkpoint(*store, trial.id, mode)},
-                      {"exploits", lineage.count(trial.id) ? lineage[trial.id] : Json::array()}});
-    }
-    out << list.dump(2) << "\n";
-    return 0;
-  }
-  std::vector<std::string> header;
-  for (const auto& [trial, row] : rows) {
-    for (auto it = row.begin(); it != row.end(); ++it) {
-      if (std::find(header.begin(), header.end(), it.key()) == header.end()) header.push_back(it.key());
-    }
-  }
-  // Keep trial, status first and error last: the JSON object sorts keys.
-  std::vector<std::string> ordered = {"trial", "status"};
-  if (!rows.empty()) {
-    Json params = flatten(rows.front().first.config);
-    for (auto it = params.begin(); it != params.end(); ++it) ordered.push_back(it.key());
-  }
-  ordered.push_back("iter");
-  for (const auto& key : header) {
-    if (std::find(ordered.begin(), ordered.end(), key) == ordered.end() && key != "error" && key != "exploited") {
-      ordered.push_back(key);
-    }
-  }
-  if (!lineage.empty()) ordered.push_back("exploited");
-  ordered.push_back("error");
-  if (rows.empty()) ordered = {"trial", "status", "iter"};
-  std::vector<std::vector<std::string>> table;
-  for (const auto& [trial, row] : rows) {
-    std::vector<std::string> cells;
-    for (const auto& key : ordered) cells.push_back(row.contains(key) ? format_value(row[key]) : "");
-    table.push_back(std::move(cells));
-  }
-  if (options.format == "csv") {
-    for (size_t i = 0; i < ordered.size(); ++i) out << (i ? "," : "") << csv_cell(ordered[i]);
-    out << "\n";
-    for (const auto& cells : table) {
-      for (size_t i = 0; i < cells.size(); ++i) out << (i ? "," : "") << csv_cell(cells[i]);
-      out << "\n";
-    }
+    print_trials_json(*store, rows, lineage, mode, out);
   } else {
-    out << render_table(ordered, table);
+    print_trials_table(rows, !lineage.empty(), options.format == "csv", out);
   }
   return 0;
 }
