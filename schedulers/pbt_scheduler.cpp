@@ -206,6 +206,9 @@ TrialDecision PbtScheduler::decide(int64_t trial, double t) {
   Json config = explore(members_[donor].config, t);
   members_[trial].config = config;
   members_[trial].score = members_[donor].score;  // it now continues from the donor's state
+  // ... and from the donor's time (the driver restores the donor's
+  // iteration), so it keeps the donor's perturbation clock, as Ray does.
+  members_[trial].last_perturb = members_[donor].last_perturb;
   return TrialDecision::exploit(donor, std::move(config));
 }
 

@@ -84,7 +84,10 @@ class Simulation {
   void clone(int64_t t, int64_t donor, const Json& new_config) {
     SimulatedTrial& trial = r_.trials[t];
     r_.exploits.push_back({t, donor, trial.iterations, trial.config, new_config});
-    if (donor != t) trial.state = r_.trials[donor].state;
+    if (donor != t) {  // the donor's state, and its iteration (as the driver does)
+      trial.state = r_.trials[donor].state;
+      trial.iterations = r_.trials[donor].iterations;
+    }
     trial.config = new_config;
     trial.exploits += 1;
   }

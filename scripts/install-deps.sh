@@ -15,6 +15,10 @@ packages=(
   nlohmann-json3-dev libfmt-dev
   libgtest-dev libgmock-dev googletest librapidcheck-dev libbenchmark-dev
   libeigen3-dev libnlopt-cxx-dev
+  # multi-host: the token handshake (HMAC-SHA256), checkpoint checksums (XXH3)
+  libssl-dev libxxhash-dev
+  # multi-host tests: namespace hosts (ip, ss, unshare, nsenter)
+  iproute2 util-linux
   dataset-fashion-mnist
   # The HTML report's end-to-end tests render it in headless Chromium.
   chromium

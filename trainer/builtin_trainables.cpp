@@ -1,7 +1,10 @@
 // The built-in pure-function trainables: branin, hartmann6 and synthetic.
+#include <unistd.h>
+
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <random>
@@ -55,7 +58,20 @@ void hartmann6_trainable(Session& session) {
 //   iterations (10), sleep_s (0): per-report sleep, checkpoint (false): write a
 //   checkpoint file every report, fail_at (0 = never): fail at that iteration
 //   with fail_mode throw|exit|abort|nan, only while no checkpoint is restored
-//   when fail_once is true (default), so a retry succeeds.
+//   when fail_once is true (default), so a retry succeeds. record_env (a
+//   directory): each rank writes the host and GPUs it was given there.
+// What a rank sees of its placement, for placement tests and debugging:
+// DIR/trial_<index>_rank_<rank>.txt holds its host name and GPUs.
+void record_environment(Session& session, const std::string& dir) {
+  char host[256] = {0};
+  ::gethostname(host, sizeof host - 1);
+  const char* gpus = std::getenv("CUDA_VISIBLE_DEVICES");
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/trial_" + std::to_string(session.trial_index()) + "_rank_" + std::to_string(session.rank()) +
+                ".txt")
+      << "host=" << host << "\nCUDA_VISIBLE_DEVICES=" << (gpus ? gpus : "(unset)") << "\n";
+}
+
 void synthetic_trainable(Session& session) {
   const Json& c = session.config();
   const int64_t iterations = static_cast<int64_t>(number(c, "iterations", 10));
@@ -65,6 +81,7 @@ void synthetic_trainable(Session& session) {
   const std::string fail_mode = c.value("fail_mode", std::string("throw"));
   const bool fail_once = c.value("fail_once", true);
   const double x = number(c, "x", 1.0);
+  if (c.contains("record_env") && c["record_env"].is_string()) record_environment(session, c["record_env"]);
   double state = 0;
   if (session.checkpoint()) {
     std::ifstream in(session.checkpoint()->path + "/state.txt");

@@ -18,7 +18,7 @@ void prune_checkpoints(Store& store, int64_t trial_row, const CheckpointOptions&
   const int64_t latest_id = live.back().id;
   std::stable_sort(live.begin(), live.end(), [&](const CheckpointRecord& a, const CheckpointRecord& b) {
     if (a.score.has_value() != b.score.has_value()) return a.score.has_value();
-    if (!a.score) return a.iteration > b.iteration;
+    if (!a.score) return a.id > b.id;  // the newest first (a PBT clone may go back in iterations)
     return order == "max" ? *a.score > *b.score : *a.score < *b.score;
   });
   for (size_t i = static_cast<size_t>(options.num_to_keep); i < live.size(); ++i) {

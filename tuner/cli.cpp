@@ -10,6 +10,7 @@
 #include "storage/store.h"
 #include "storage/analysis.h"
 #include "base/error.h"
+#include "base/names.h"
 #include "tuner/progress.h"
 #include "tuner/sweep_spec.h"
 #include "tuner/session_base.h"
@@ -164,6 +165,21 @@ std::map<int64_t, Json> lineage_of(Store& store, int64_t experiment_id, const st
   return lineage;
 }
 
+// Where each attempt of each trial ran (trial_started events), per trial row
+// id; empty when every attempt ran on the driver's machine.
+std::map<int64_t, Json> placements_of(Store& store, int64_t experiment_id) {
+  std::map<int64_t, Json> placements;
+  bool remote = false;
+  for (const auto& e : store.events(experiment_id)) {
+    if (e.kind != "trial_started" || !e.trial_id || !e.detail.is_object()) continue;
+    const Json hosts = e.detail.value("hosts", Json::array());
+    for (const auto& h : hosts) remote = remote || (h.is_string() && !h.get<std::string>().empty());
+    placements[*e.trial_id].push_back({{"attempt", e.detail.value("attempt", 0)}, {"hosts", hosts}});
+  }
+  if (!remote) placements.clear();
+  return placements;
+}
+
 void sort_rows(TrialRows& rows, const std::string& key, bool descending) {
   bool known = key == "trial";
   for (const auto& [trial, row] : rows) known = known || row.contains(key);
@@ -180,16 +196,18 @@ void sort_rows(TrialRows& rows, const std::string& key, bool descending) {
 }
 
 void print_trials_json(Store& store, const TrialRows& rows, const std::map<int64_t, Json>& lineage,
-                       const std::string& mode, std::ostream& out) {
+                       const std::map<int64_t, Json>& placements, const std::string& mode, std::ostream& out) {
   Json list = Json::array();
   for (const auto& [trial, row] : rows) {
     auto exploits = lineage.find(trial.id);
+    auto placed = placements.find(trial.id);
     list.push_back({{"trial_index", trial.trial_index}, {"trial_name", internal::trial_name(trial.trial_index)},
                     {"status", trial.status}, {"config", trial.config}, {"iteration", trial.last_iteration},
                     {"attempts", trial.attempts}, {"last_result", trial.last_result},
                     {"error", trial.error.empty() ? Json(nullptr) : Json(trial.error)},
                     {"checkpoint", best_checkpoint(store, trial.id, mode)},
-                    {"exploits", exploits == lineage.end() ? Json::array() : exploits->second}});
+                    {"exploits", exploits == lineage.end() ? Json::array() : exploits->second},
+                    {"placements", placed == placements.end() ? Json::array() : placed->second}});
   }
   out << list.dump(2) << "\n";
 }
@@ -205,11 +223,12 @@ std::vector<std::string> table_columns(const TrialRows& rows, bool with_lineage)
   for (const auto& [trial, row] : rows) {
     for (auto it = row.begin(); it != row.end(); ++it) {
       const std::string& key = it.key();
-      if (key != "error" && key != "exploited" && std::find(ordered.begin(), ordered.end(), key) == ordered.end())
+      if (key != "error" && key != "exploited" && key != "hosts" && std::find(ordered.begin(), ordered.end(), key) == ordered.end())
         ordered.push_back(key);
     }
   }
   if (with_lineage) ordered.push_back("exploited");
+  if (rows.front().second.contains("hosts")) ordered.push_back("hosts");
   ordered.push_back("error");
   return ordered;
 }
@@ -245,9 +264,18 @@ int list_trials(const QueryOptions& options, std::ostream& out) {
 
   auto all_trials = store->trials(experiment.id);
   const std::map<int64_t, Json> lineage = lineage_of(*store, experiment.id, all_trials);
+  const std::map<int64_t, Json> placements = placements_of(*store, experiment.id);
   TrialRows rows;
   for (auto& trial : all_trials) {
     Json row = trial_row(*store, trial, mode);
+    if (!placements.empty()) {
+      // The latest attempt's hosts ("a+b" for a group on two hosts).
+      auto it = placements.find(trial.id);
+      std::vector<std::string> hosts;
+      if (it != placements.end())
+        for (const auto& h : it->second.back()["hosts"]) hosts.push_back(h.get<std::string>());
+      row["hosts"] = join_names(hosts, "+");
+    }
     if (auto it = lineage.find(trial.id); it != lineage.end()) {
       std::string text;
       for (const auto& e : it->second)
@@ -261,7 +289,7 @@ int list_trials(const QueryOptions& options, std::ostream& out) {
   if (!options.sort.empty()) sort_rows(rows, options.sort, options.descending);
   if (options.limit > 0 && rows.size() > static_cast<size_t>(options.limit)) rows.resize(options.limit);
   if (options.format == "json") {
-    print_trials_json(*store, rows, lineage, mode, out);
+    print_trials_json(*store, rows, lineage, placements, mode, out);
   } else {
     print_trials_table(rows, !lineage.empty(), options.format == "csv", out);
   }

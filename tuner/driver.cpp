@@ -5,9 +5,12 @@
 #include <iostream>
 
 #include "base/error.h"
+#include "base/names.h"
+#include "base/options.h"
 #include "tuner/driver_impl.h"
 #include "tuner/progress.h"
 #include "tuner/session_base.h"
+#include "tuner/transport.h"
 
 namespace tune::internal {
 
@@ -19,7 +22,9 @@ Driver::Driver(PreparedSweep sweep, RunConfig run, bool resume, DriverEnvironmen
       resume_(resume),
       env_(std::move(env)),
       clock_(env_.clock ? *env_.clock : system_clock_),
-      pool_(sweep_.slots) {}
+      pool_(sweep_.hosts) {
+  pool_.set_failure_limit(sweep_.spec.failure.max_host_failures);
+}
 
 Driver::~Driver() {
   if (!executor_) return;
@@ -49,7 +54,8 @@ void Driver::open() {
     create_experiment();
   }
   ExecutorContext context{sweep_.spec, run_, sweep_.trainable, sweep_.function, experiment_dir_.string(),
-                          sweep_.slots, events_, clock_};
+                          sweep_.slots, pool_.single_host(), "", "", events_, clock_};
+  if (!pool_.single_host()) listen_on_cluster(context);
   std::string kind = "custom";
   executor_ = env_.make_executor ? env_.make_executor(context) : make_executor(context, &kind);
   const Resources& r = sweep_.spec.resources;
@@ -61,6 +67,21 @@ void Driver::open() {
                                            run_.report_interval_s, run_.verbose);
   }
   started_ = last_progress_ = clock_.now();
+}
+
+// Several hosts: the driver listens on the address it reaches the hosts
+// from (or the interface the user named), never on a wildcard.
+void Driver::listen_on_cluster(ExecutorContext& context) const {
+  std::string remote;
+  for (const Host& host : pool_.hosts())
+    if (!host.local && remote.empty()) remote = host.name;
+  context.listen_address = run_.network_interface.empty() ? address_toward(remote) : interface_address(run_.network_interface);
+  if (context.listen_address.empty()) {
+    throw ConfigError(run_.network_interface.empty()
+                          ? "cannot find this machine's address toward host '" + remote + "' (name one with --network-interface)"
+                          : "no IPv4 address on interface '" + run_.network_interface + "'");
+  }
+  context.network = network_of(context.listen_address);
 }
 
 void Driver::create_experiment() {
@@ -133,14 +154,31 @@ void Driver::load_experiment() {
                     {{"restarting", pending_.size()}, {"suggested", next_index_}}, clock_.unix_time());
 }
 
-void Driver::launch_ready() {
+PlacementRequest Driver::request() const {
   const Resources& r = sweep_.spec.resources;
+  return {r.workers, r.cpus_per_worker, r.gpus_per_worker,
+          r.placement == "spread" ? PlacementPolicy::kSpread : PlacementPolicy::kPack};
+}
+
+void Driver::launch_ready() {
+  if (!stopping_ && !pool_.could_ever_fit(request())) {
+    // Every host that could run a trial was taken out: stop as if
+    // interrupted, so `tune resume` continues once the hosts are back.
+    stopping_ = interrupted_ = true;
+    store_->add_event(experiment_.id, std::nullopt, "no_hosts_left", {{"excluded", pool_.excluded()}},
+                      clock_.unix_time());
+    std::cerr << "tune: no host left that can run a trial (taken out: " << join_names(pool_.excluded())
+              << "); resume with `tune resume " << sweep_.spec.name << "` once they are back\n";
+    for (auto& [index, trial] : trials_)
+      if (trial.status == kRunning) requeue(trial);
+    for (const auto& [attempt, placement] : live_) executor_->cancel(attempt, "no hosts left");
+    return;
+  }
   const int limit = sweep_.spec.max_concurrent_trials;
-  while (!stopping_ && pool_.fits(r.workers, r.cpus_per_worker) &&
-         (limit == 0 || static_cast<int>(live_.size()) < limit)) {
+  while (!stopping_ && pool_.fits(request()) && (limit == 0 || static_cast<int>(live_.size()) < limit)) {
     std::optional<int64_t> index = next_trial();
     if (!index) break;
-    start(trials_.at(*index), *pool_.acquire(r.workers, r.cpus_per_worker));
+    start(trials_.at(*index), *pool_.acquire(request()));
   }
 }
 
@@ -256,6 +294,7 @@ bool Driver::step(std::chrono::microseconds max_wait) {
 
 void Driver::housekeeping() {
   const double now = clock_.now();
+  if (sweep_.spec.failure.result_timeout_s) end_hung_trials(now);
   if (env_.interrupt && env_.interrupt->load() > 0 && !stopping_) interrupt();
   if (sweep_.spec.stop.time_budget_s && now - started_ >= *sweep_.spec.stop.time_budget_s && !stopping_) {
     stopping_ = true;  // running trials end at their next result
@@ -267,6 +306,26 @@ void Driver::housekeeping() {
     last_progress_ = now;
   }
   if (report_) report_->tick(now);
+}
+
+// A trial silent for longer than failure.result_timeout_s fails (and is
+// retried per max_failures); its attempt is cancelled (a whole group is
+// killed; an in-process one is abandoned after the executor's grace).
+void Driver::end_hung_trials(double now) {
+  const double timeout = *sweep_.spec.failure.result_timeout_s;
+  std::vector<AttemptId> hung;
+  for (const auto& [attempt, placement] : live_) {
+    TrialState* trial = current(attempt);
+    if (trial && now - trial->last_report > timeout) hung.push_back(attempt);
+  }
+  if (hung.empty()) return;
+  Transaction txn(*store_);
+  for (const AttemptId& attempt : hung) {
+    TrialState& trial = trials_.at(attempt.trial);
+    fail(trial, "no result for " + short_number(timeout) + " s (failure.result_timeout_s); the trial was stopped");
+  }
+  txn.commit();
+  for (const AttemptId& attempt : hung) executor_->cancel(attempt, "no result");
 }
 
 // Ctrl-C: running trials go back to PENDING (`tune resume` restarts them
@@ -332,8 +391,10 @@ void Driver::print_progress(bool final) {
   std::vector<std::string> sampled;
   for (const auto& parameter : sweep_.spec.param_space.parameters()) sampled.push_back(parameter.path);
   std::cout << render_progress(sweep_.spec.name, sweep_.spec.metric, sweep_.spec.mode, rows, clock_.now() - started_,
-                               pool_.used(), pool_.total(), final, sampled, 20, eta())
-            << std::flush;
+                               pool_.used(), pool_.total(), final, sampled, 20, eta());
+  if (const auto excluded = pool_.excluded(); !excluded.empty())
+    std::cout << "hosts taken out after repeated losses: " << join_names(excluded) << "\n";
+  std::cout << std::flush;
 }
 
 std::optional<double> Driver::eta() const {

@@ -33,6 +33,7 @@ struct TrialState {
   std::string status = kPending;
   int attempt = 0;  // starts so far; events of other attempts are stale
   int failures = 0;
+  int host_losses = 0;  // attempts lost with their host (multi-host sweeps)
   int64_t iteration = 0;
   double attempt_started = 0, last_report = 0;  // clock.now() of the running attempt
   double time_before_attempt = 0;               // seconds run in earlier attempts
@@ -69,12 +70,15 @@ class Driver {
   using Reply = std::pair<std::function<void(Verdict)>, Verdict>;
 
   // driver.cpp
+  void listen_on_cluster(ExecutorContext& context) const;
   void create_experiment();
   void load_experiment();
   void launch_ready();
   std::optional<int64_t> next_trial();
   void start(TrialState& trial, const Placement& placement);
+  PlacementRequest request() const;
   void housekeeping();
+  void end_hung_trials(double now);
   void interrupt();
   void save_states(bool force);
   void print_progress(bool final);
@@ -95,8 +99,9 @@ class Driver {
   void pause(TrialState& trial);
   void exploit(TrialState& trial, const TrialDecision& decision);
   void requeue(TrialState& trial);
-  void fail(TrialState& trial, const std::string& message);
-  void attempt_ended(const AttemptId& attempt);
+  void fail(TrialState& trial, const std::string& message, bool host_lost = false);
+  static constexpr int kMaxHostLossesPerTrial = 10;
+  void attempt_ended(const AttemptId& attempt, bool lost);
 
   PreparedSweep sweep_;
   RunConfig run_;

@@ -52,7 +52,8 @@ struct TrialEvent {
   enum class Kind {
     kResult,  // metrics (+ checkpoint directory, local to the driver); reply once
     kEnded,   // the trainable returned (stopped: it stopped on a kStop verdict)
-    kFailed,  // message: what went wrong; lost: the process/host died (not the trainable's own error)
+    kFailed,  // message: what went wrong; lost: the attempt's processes or hosts went away (killed,
+              // unreachable, no result in time), not the trainable's own error (an exception, a crash)
   };
   Kind kind = Kind::kEnded;
   AttemptId attempt;
@@ -80,11 +81,13 @@ class EventSink {
 // Where an attempt runs: how many ranks on which host, in rank order.
 struct Placement {
   struct Share {
-    std::string host;  // "" = this machine
+    std::string host;       // "" = this machine, without a hostfile
     int ranks = 1;
+    std::vector<int> gpus;  // GPU ids on that host: gpus_per_rank for each of its ranks, in order
   };
   std::vector<Share> hosts;
-  int slots = 0;  // slots held (ranks x cpus_per_worker)
+  int slots = 0;          // slots held (ranks x cpus_per_worker)
+  int gpus_per_rank = 0;
   int ranks() const;
 };
 
@@ -113,7 +116,10 @@ struct ExecutorContext {
   const RegisteredTrainable* trainable;  // nullptr when `function` is given
   TrainableFunction function;            // a C++ function run in-process
   std::string experiment_dir;
-  int slots = 1;  // the sweep's slots
+  int slots = 1;             // the sweep's slots, over every host
+  bool single_host = true;   // every host is this machine
+  // Several hosts: the driver's address on their network, and the network.
+  std::string listen_address, network;
   EventSink& events;
   const Clock& clock;
 };

@@ -2,11 +2,12 @@
 
 #include <signal.h>
 #include <sys/socket.h>
-#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <condition_variable>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -14,32 +15,76 @@
 #include <thread>
 
 #include "base/error.h"
+#include "base/names.h"
+#include "tuner/checkpoint_transfer.h"
 #include "tuner/mpi_launcher.h"
 #include "tuner/protocol.h"
+#include "tuner/transport.h"
 #include "tuner/tuner.h"
 
 namespace tune::internal {
 namespace {
 
-// Rank 0's connection. The reader closes it; replies check it is still open,
-// so a verdict never goes to a later connection that reused the number.
-struct Connection {
-  explicit Connection(int fd) : fd(fd) {}
-  std::mutex mutex;
-  int fd;
-  bool send(const DownMessage& message) {
-    std::lock_guard<std::mutex> lock(mutex);
-    return fd >= 0 && send_message(fd, encode(message));
+// Rank 0's connection. The driver's messages go out in order through one
+// writer thread (a run may carry a checkpoint of gigabytes; the driver's
+// thread never waits for it). The reader closes the connection; a verdict
+// for a closed connection is dropped, never sent to a later one.
+class Connection {
+ public:
+  explicit Connection(int fd) : fd_(fd), writer_([this] { write(); }) {}
+  ~Connection() { close(); }
+
+  // Queues `job` (it gets the socket); a job that fails ends the connection.
+  void post(std::function<bool(int)> job) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (closed_) return;
+      outbox_.push_back(std::move(job));
+    }
+    wake_.notify_one();
   }
+  void send(const DownMessage& message) {
+    post([message](int fd) { return send_message(fd, encode(message)); });
+  }
+  int fd() const { return fd_; }
+  // Unblocks both directions, stops the writer, closes the socket.
   void close() {
-    std::lock_guard<std::mutex> lock(mutex);
-    if (fd >= 0) ::close(fd);
-    fd = -1;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (closed_) return;
+      closed_ = true;
+      ::shutdown(fd_, SHUT_RDWR);
+    }
+    wake_.notify_all();
+    if (writer_.joinable()) writer_.join();
+    ::close(fd_);
   }
   bool closed() {
-    std::lock_guard<std::mutex> lock(mutex);
-    return fd < 0;
+    std::lock_guard<std::mutex> lock(mutex_);
+    return closed_;
   }
+
+ private:
+  void write() {
+    while (true) {
+      std::function<bool(int)> job;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        wake_.wait(lock, [this] { return closed_ || !outbox_.empty(); });
+        if (closed_) return;
+        job = std::move(outbox_.front());
+        outbox_.pop_front();
+      }
+      if (!job(fd_)) ::shutdown(fd_, SHUT_RDWR);  // the reader sees the end
+    }
+  }
+
+  int fd_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<std::function<bool(int)>> outbox_;
+  bool closed_ = false;
+  std::thread writer_;
 };
 
 std::string last_lines(const std::string& path, size_t count) {
@@ -54,17 +99,62 @@ std::string last_lines(const std::string& path, size_t count) {
   return tail;
 }
 
+// Whether mpirun's log says a rank of the group crashed on its own (a signal
+// other than SIGKILL/SIGTERM, a non-zero exit other than tune's "lost the
+// driver" codes 70 and 71): the trainable's fault. Anything else that ends a
+// group (daemons lost, ranks killed, the connection gone) is a lost attempt.
+bool trainable_crashed(const std::string& log_path) {
+  std::ifstream in(log_path);
+  for (std::string line; std::getline(in, line);) {
+    auto at = line.find("exited on signal ");
+    if (at != std::string::npos) {
+      const int signal = std::atoi(line.c_str() + at + 17);
+      if (signal != SIGKILL && signal != SIGTERM) return true;
+    }
+    at = line.find("Exit code:");
+    if (at != std::string::npos) {
+      const int code = std::atoi(line.c_str() + at + 10);
+      if (code != 70 && code != 71) return true;
+    }
+  }
+  return false;
+}
+
+bool same_placement(const Placement& a, const Placement& b) {
+  if (a.hosts.size() != b.hosts.size()) return false;
+  for (size_t i = 0; i < a.hosts.size(); ++i) {
+    if (a.hosts[i].host != b.hosts[i].host || a.hosts[i].ranks != b.hosts[i].ranks || a.hosts[i].gpus != b.hosts[i].gpus)
+      return false;
+  }
+  return true;
+}
+
+// "0,1|2,3": the GPUs of each rank, in rank order.
+std::string rank_gpus(const Placement& placement) {
+  std::vector<std::string> ranks;
+  for (const auto& share : placement.hosts) {
+    for (int r = 0; r < share.ranks; ++r) {
+      std::string ids;
+      for (int g = 0; g < placement.gpus_per_rank; ++g)
+        ids += (g ? "," : "") + std::to_string(share.gpus[static_cast<size_t>(r * placement.gpus_per_rank + g)]);
+      ranks.push_back(ids);
+    }
+  }
+  return join_names(ranks, "|");
+}
+
 }  // namespace
 
 struct GroupExecutor::Group {
   enum class Phase { kStarting, kIdle, kBusy, kDead };
   int id = 0;
-  int ranks = 1;
+  Placement placement;
   pid_t pid = -1;  // mpirun, leader of its own process group
   Phase phase = Phase::kStarting;
   std::shared_ptr<Connection> connection;
   std::optional<AttemptId> attempt;
   std::optional<TrialStart> trial;  // waiting for the group to connect
+  bool cancelled = false;
   std::string log_path;
   std::thread reader;
 };
@@ -75,7 +165,7 @@ struct GroupExecutor::State {
   mutable std::mutex mutex;
   std::vector<std::unique_ptr<Group>> groups;
   int next_id = 0;
-  std::unique_ptr<UnixListener> listener;
+  std::unique_ptr<Listener> listener;
   std::thread acceptor;
   std::atomic<bool> stopping{false};
 
@@ -90,7 +180,7 @@ struct GroupExecutor::State {
     TrialEvent failed;
     failed.kind = TrialEvent::Kind::kFailed;
     failed.attempt = *group.attempt;
-    failed.lost = true;
+    failed.lost = group.cancelled || !trainable_crashed(group.log_path);
     failed.message = message;
     const std::string tail = last_lines(group.log_path, 3);
     if (!tail.empty()) failed.message += ": " + tail;
@@ -99,48 +189,113 @@ struct GroupExecutor::State {
     group.trial.reset();
   }
 
+  // The run message; with streaming, the checkpoint's files follow it.
   void send_run(Group& group) {
     group.phase = Group::Phase::kBusy;
-    group.connection->send(RunMessage{*group.trial});  // a failed send shows as the group's exit
+    TrialStart trial = std::move(*group.trial);
     group.trial.reset();
+    if (!options.stream_checkpoints || !trial.checkpoint) {
+      group.connection->send(RunMessage{trial});
+      return;
+    }
+    const std::string dir = trial.checkpoint->path;
+    group.connection->post([trial, dir](int fd) mutable {
+      std::vector<CheckpointFile> files;
+      try {
+        files = list_checkpoint(dir);
+      } catch (const Error&) {
+        trial.checkpoint.reset();  // gone from the driver's disk: a fresh start
+      }
+      trial.checkpoint_files = trial.checkpoint ? manifest_json(files) : Json();
+      return send_message(fd, encode(DownMessage{RunMessage{trial}})) &&
+             (!trial.checkpoint || send_checkpoint(fd, dir, files));
+    });
   }
 
   void launch(Group& group) {
     MpiLaunch launch;
-    launch.ranks = group.ranks;
+    launch.ranks = group.placement.ranks();
     launch.program = {options.executable};
-    launch.env = {{kSocketEnv, listener->path()}, {kGroupEnv, std::to_string(group.id)}};
+    launch.env = {{kEndpointEnv, listener->endpoint()}, {kTokenEnv, listener->token()}, {kGroupEnv, std::to_string(group.id)}};
+    if (group.placement.gpus_per_rank > 0) launch.env.emplace_back(kRankGpusEnv, rank_gpus(group.placement));
+    for (const auto& share : group.placement.hosts)
+      if (!share.host.empty()) launch.hosts.emplace_back(share.host, share.ranks);
+    launch.network = options.network;
+    launch.driver_address = options.listen_address;
     launch.log_path = group.log_path;
     group.pid = spawn_mpirun(launch);
   }
 
+  // A streamed checkpoint into the driver's copy of the trial's directory.
+  // Returns the path ("" when none arrived whole) and why not in `error`.
+  std::string receive(const AttemptId& attempt, ResultMessage& result, int fd, bool* broken, std::string* error) {
+    auto files = manifest_from_json(result.files);
+    const std::string name = std::filesystem::path(result.checkpoint).filename().string();
+    if (!files || name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos) {
+      *broken = true;  // not our protocol
+      return "";
+    }
+    char trial[32];
+    std::snprintf(trial, sizeof trial, "trial_%05lld", static_cast<long long>(attempt.trial));
+    // No attempt (it was cancelled meanwhile): the bytes are read and dropped.
+    const bool keep = attempt.trial >= 0;
+    const std::string target = options.experiment_dir + "/" + (keep ? trial + ("/" + name) : ".dropped_checkpoint");
+    *error = receive_checkpoint(fd, *files, target);
+    if (!keep) {
+      std::error_code ec;
+      std::filesystem::remove_all(target, ec);
+      *broken = !error->empty();
+      return "";
+    }
+    *broken = error->find("broke off") != std::string::npos || error->find("ended early") != std::string::npos;
+    return error->empty() ? target : "";
+  }
   // Rank 0's messages become events; at EOF the group is reaped.
-  void read(int id, std::shared_ptr<Connection> connection, pid_t pid, int fd) {
-    while (auto frame = receive_message(fd)) {
+  void read(int id, std::shared_ptr<Connection> connection, pid_t pid) {
+    while (auto frame = receive_message(connection->fd())) {
       auto message = decode_up(*frame);
       if (!message) break;  // not our protocol: treat the group as gone
-      std::lock_guard<std::mutex> lock(mutex);
-      Group* group = find(id);
-      if (!group || !group->attempt) continue;
+      std::optional<AttemptId> attempt;
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        if (Group* group = find(id)) attempt = group->attempt;
+      }
       TrialEvent event;
-      event.attempt = *group->attempt;
       if (auto* result = std::get_if<ResultMessage>(&*message)) {
         event.kind = TrialEvent::Kind::kResult;
         event.metrics = std::move(result->metrics);
-        event.checkpoint = std::move(result->checkpoint);
+        if (result->files.is_null()) {
+          event.checkpoint = std::move(result->checkpoint);
+        } else {
+          // Bytes follow the message: they are read (or the connection ends) even without an attempt.
+          bool broken = false;
+          event.checkpoint = receive(attempt.value_or(AttemptId{}), *result, connection->fd(), &broken, &event.message);
+          if (broken) break;
+        }
         event.reply = [connection](Verdict v) { connection->send(VerdictMessage{v}); };
+        if (!attempt) {
+          event.reply(Verdict::kStop);
+          continue;
+        }
       } else if (auto* done = std::get_if<DoneMessage>(&*message)) {
         event.kind = TrialEvent::Kind::kEnded;
         event.stopped = done->stopped;
-        group->attempt.reset();
-        group->phase = Group::Phase::kIdle;
       } else if (auto* error = std::get_if<ErrorMessage>(&*message)) {
         event.kind = TrialEvent::Kind::kFailed;
-        event.message = error->message;
-        group->attempt.reset();
-        group->phase = Group::Phase::kIdle;  // a fatal error ends the group: its exit follows
+        event.message = error->message;  // a fatal error ends the group: its exit follows
       } else {
         continue;
+      }
+      std::lock_guard<std::mutex> lock(mutex);
+      Group* group = find(id);
+      if (!group || !group->attempt || !attempt || !(*group->attempt == *attempt)) {
+        if (event.reply) event.reply(Verdict::kStop);
+        continue;
+      }
+      event.attempt = *attempt;
+      if (event.kind != TrialEvent::Kind::kResult) {
+        group->attempt.reset();
+        group->phase = Group::Phase::kIdle;
       }
       sink->push(std::move(event));
     }
@@ -154,25 +309,19 @@ struct GroupExecutor::State {
   }
 
   void on_connected(int fd) {
-    // The hello comes at once from a real worker: don't let a stray
-    // connection block the acceptor.
-    timeval timeout{5, 0};
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+    // The hello comes at once from a real worker.
     auto frame = receive_message(fd);
     auto hello = frame ? decode_up(*frame) : std::nullopt;
-    timeval none{0, 0};
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof none);
     std::lock_guard<std::mutex> lock(mutex);
-    Group* group = hello && std::holds_alternative<HelloMessage>(*hello)
-                       ? find(std::get<HelloMessage>(*hello).group)
-                       : nullptr;
+    Group* group = hello && std::holds_alternative<HelloMessage>(*hello) ? find(std::get<HelloMessage>(*hello).group)
+                                                                         : nullptr;
     if (!group || group->phase != Group::Phase::kStarting || stopping) {
       ::close(fd);
       return;
     }
     group->connection = std::make_shared<Connection>(fd);
     group->phase = Group::Phase::kIdle;
-    group->reader = std::thread(&State::read, this, group->id, group->connection, group->pid, fd);
+    group->reader = std::thread(&State::read, this, group->id, group->connection, group->pid);
     if (group->trial) send_run(*group);
   }
 };
@@ -181,7 +330,8 @@ GroupExecutor::GroupExecutor(EventSink& events, GroupExecutorOptions options) : 
   state_->sink = &events;
   state_->options = std::move(options);
   if (state_->options.executable.empty()) state_->options.executable = self_executable();
-  state_->listener = std::make_unique<UnixListener>();
+  state_->listener = state_->options.listen_address.empty() ? Listener::unix_socket()
+                                                            : Listener::tcp(state_->options.listen_address);
   State* state = state_.get();
   state_->acceptor = std::thread([state] {
     while (!state->stopping) {
@@ -195,35 +345,37 @@ GroupExecutor::~GroupExecutor() { shutdown(); }
 
 void GroupExecutor::start(const AttemptId& attempt, TrialStart trial, const Placement& placement) {
   std::lock_guard<std::mutex> lock(state_->mutex);
-  const int ranks = placement.ranks();
+  trial.stream_checkpoints = state_->options.stream_checkpoints;
+  if (trial.stream_checkpoints) trial.trial_dir.clear();  // the worker's own scratch
   Group* chosen = nullptr;
   int idle_ranks = 0;
   for (auto& group : state_->groups) {
     if (group->phase != Group::Phase::kIdle) continue;
-    if (!chosen && group->ranks == ranks) {
+    if (!chosen && same_placement(group->placement, placement)) {
       chosen = group.get();
     } else {
-      idle_ranks += group->ranks;
+      idle_ranks += group->placement.ranks();
     }
   }
   if (!chosen) {
-    // Idle groups of other sizes hold memory: close the oldest beyond the limit.
+    // Idle groups elsewhere hold memory: close the oldest beyond the limit.
     for (auto& group : state_->groups) {
-      if (idle_ranks + ranks <= state_->options.idle_rank_limit) break;
+      if (idle_ranks + placement.ranks() <= state_->options.idle_rank_limit) break;
       if (group->phase != Group::Phase::kIdle) continue;
-      idle_ranks -= group->ranks;
+      idle_ranks -= group->placement.ranks();
       group->connection->send(ShutdownMessage{});  // its reader reaps it
       group->phase = Group::Phase::kDead;
     }
     auto group = std::make_unique<Group>();
     group->id = state_->next_id++;
-    group->ranks = ranks;
+    group->placement = placement;
     group->log_path = state_->options.log_dir + "/group_" + std::to_string(group->id) + ".log";
     chosen = group.get();
     state_->groups.push_back(std::move(group));
   }
   chosen->attempt = attempt;
   chosen->trial = std::move(trial);
+  chosen->cancelled = false;
   if (chosen->phase == Group::Phase::kIdle) {
     state_->send_run(*chosen);
     return;
@@ -242,6 +394,7 @@ void GroupExecutor::cancel(const AttemptId& attempt, const std::string&) {
     if (group->attempt && *group->attempt == attempt && group->pid > 0) {
       // Busy: SIGTERM; the reader reaps (SIGKILL after the grace) and
       // reports. Starting: poll() notices the exit.
+      group->cancelled = true;
       ::kill(-group->pid, group->connection ? SIGTERM : SIGKILL);
     }
   }
@@ -330,6 +483,10 @@ ExecutorKind group_executor_kind() {
     options.executable = c.run.worker_executable;
     options.log_dir = c.experiment_dir + "/logs";
     options.idle_rank_limit = c.slots;  // idle ranks sleep but hold memory
+    options.experiment_dir = c.experiment_dir;
+    options.listen_address = c.listen_address;
+    options.network = c.network;
+    options.stream_checkpoints = !c.single_host && !c.spec.checkpoint.shared_filesystem;
     std::filesystem::create_directories(options.log_dir);
     return std::make_unique<GroupExecutor>(c.events, options);
   };

@@ -73,7 +73,7 @@ Parsed parse(const std::string& command, const std::vector<std::string>& args, p
 }
 
 int run_sweep(const std::string& command, const std::vector<std::string>& args) {
-  std::string target, storage, name, durability, report;
+  std::string target, storage, name, durability, report, hostfile, interface;
   int slots = 0;
   uint64_t seed = 0;
   bool quiet = false;
@@ -87,7 +87,11 @@ int run_sweep(const std::string& command, const std::vector<std::string>& args) 
       ("progress-interval", po::value(&interval)->default_value(5.0), "seconds between progress tables")
       ("durability", po::value(&durability)->default_value("normal"),
        "normal (survives a crash) or full (also power loss; slower)")
-      ("report", po::value(&report), "keep an HTML report of the sweep in this file (rewritten as it runs)");
+      ("report", po::value(&report), "keep an HTML report of the sweep in this file (rewritten as it runs)")
+      ("hostfile", po::value(&hostfile), "run worker groups on these hosts (OpenMPI hostfile: `node1 slots=4 gpus=2`)")
+      ("network-interface", po::value(&interface),
+       "with several hosts: the interface (or address) the driver listens on (default: the one reaching the hosts)")
+      ("no-slurm", "inside a Slurm allocation, still run on this machine only");
   if (command == "run") {
     options.add_options()("name", po::value(&name), "experiment name (default: the file's `name`)")(
         "seed", po::value(&seed), "search seed (overrides the file's search.seed)");
@@ -106,6 +110,9 @@ int run_sweep(const std::string& command, const std::vector<std::string>& args) 
   run.progress_interval_s = interval;
   run.durability = durability == "full" ? tune::Durability::kFull : tune::Durability::kNormal;
   run.report_path = report;
+  run.hostfile = hostfile;
+  run.network_interface = interface;
+  run.use_slurm_allocation = !parsed.vm.count("no-slurm");
 
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);

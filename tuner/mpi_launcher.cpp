@@ -29,15 +29,41 @@ std::vector<std::string> words_of(const char* text) {
 
 }  // namespace
 
+std::string bind_shim_path() {
+  if (const char* path = std::getenv("TUNE_BIND_SHIM")) return path;
+  for (const char* path : {TUNE_BIND_SHIM_BUILD, TUNE_BIND_SHIM_INSTALL}) {
+    if (::access(path, R_OK) == 0) return path;
+  }
+  return "";
+}
+
 std::vector<std::string> mpirun_command(const MpiLaunch& launch) {
   std::vector<std::string> args = {"mpirun"};
   if (::geteuid() == 0) args.push_back("--allow-run-as-root");
   for (const char* word : {"--oversubscribe", "--bind-to", "none"}) args.push_back(word);
   args.insert(args.end(), {"-np", std::to_string(launch.ranks)});
+  if (!launch.hosts.empty()) {
+    std::string hosts;
+    for (const auto& [host, ranks] : launch.hosts) hosts += (hosts.empty() ? "" : ",") + host + ":" + std::to_string(ranks);
+    args.insert(args.end(), {"--host", hosts});
+  }
   for (const auto& [name, value] : launch.env) args.insert(args.end(), {"-x", name});
-  // One host: shared memory between ranks; no single-copy (CMA), which
-  // containers often forbid.
-  args.insert(args.end(), {"--mca", "btl", "self,vader", "--mca", "btl_vader_single_copy_mechanism", "none"});
+  // Shared memory between ranks of a host (no single-copy CMA, which
+  // containers often forbid); TCP on the cluster's network between hosts.
+  if (launch.hosts.empty() || launch.network.empty()) {
+    args.insert(args.end(), {"--mca", "btl", "self,vader"});
+  } else {
+    args.insert(args.end(), {"--mca", "btl", "self,vader,tcp", "--mca", "btl_tcp_if_include", launch.network,
+                             "--mca", "oob_tcp_if_include", launch.network});
+  }
+  args.insert(args.end(), {"--mca", "btl_vader_single_copy_mechanism", "none"});
+  const std::string shim = bind_shim_path();
+  if (!shim.empty() && !launch.hosts.empty() && !launch.driver_address.empty()) {
+    // Each host's orted binds the address it reaches the driver from.
+    args.insert(args.end(), {"--mca", "orte_launch_agent",
+                             "env LD_PRELOAD=" + shim + " TUNE_BIND_RANKS=1 TUNE_BIND_TOWARD=" +
+                                 launch.driver_address + " orted"});
+  }
   for (auto& word : words_of(std::getenv("TUNE_MPIRUN_ARGS"))) args.push_back(std::move(word));
   args.insert(args.end(), launch.program.begin(), launch.program.end());
   return args;
@@ -45,7 +71,7 @@ std::vector<std::string> mpirun_command(const MpiLaunch& launch) {
 
 pid_t spawn_mpirun(const MpiLaunch& launch) {
   std::vector<std::string> args = mpirun_command(launch);
-  std::set<std::string> replaced;
+  std::set<std::string> replaced = {"LD_PRELOAD", "TUNE_BIND_ADDRESS", "TUNE_BIND_RANKS"};
   for (const auto& [name, value] : launch.env) replaced.insert(name);
   std::vector<std::string> env;
   for (char** e = environ; *e; ++e) {
@@ -53,6 +79,13 @@ pid_t spawn_mpirun(const MpiLaunch& launch) {
     if (!eq || !replaced.count(std::string(*e, static_cast<size_t>(eq - *e)))) env.push_back(*e);
   }
   for (const auto& [name, value] : launch.env) env.push_back(name + "=" + value);
+  if (const std::string shim = bind_shim_path(); !shim.empty()) {
+    const char* preloaded = std::getenv("LD_PRELOAD");  // the user's own preloads stay
+    env.push_back("LD_PRELOAD=" + shim + (preloaded && *preloaded ? std::string(" ") + preloaded : ""));
+    env.push_back("TUNE_BIND_ADDRESS=" + (launch.driver_address.empty() ? std::string("127.0.0.1") : launch.driver_address));
+    // Ranks on the driver's host listen for ranks elsewhere only on that address.
+    if (!launch.hosts.empty() && !launch.driver_address.empty()) env.push_back("TUNE_BIND_RANKS=1");
+  }
 
   std::vector<char*> argv, envp;
   for (auto& a : args) argv.push_back(a.data());

@@ -10,8 +10,10 @@
 //
 // Every launch gets: --allow-run-as-root when root, --oversubscribe,
 // --bind-to none (trials set their own thread counts), shared-memory
-// transport on one host, `env` exported to every rank, then the words of
-// TUNE_MPIRUN_ARGS, then the program.
+// transport on one host (plus TCP on `network` across hosts), `env` exported
+// to every rank, then the words of TUNE_MPIRUN_ARGS, then the program. mpirun
+// (and each host's orted) runs with the bind shim preloaded: its listeners
+// bind loopback on one machine, the driver's address across hosts.
 #pragma once
 
 #include <sys/types.h>
@@ -29,7 +31,18 @@ struct MpiLaunch {
   std::vector<std::pair<std::string, std::string>> env;     // set for (and exported to) every rank
   std::string log_path;  // stdout and stderr of mpirun and the ranks; "" = inherited
   bool stdin_null = true;
+  // Several hosts: "host:ranks" each, in rank order (mpirun --host). Empty:
+  // this machine.
+  std::vector<std::pair<std::string, int>> hosts;
+  // With hosts: the network the MPI traffic and OpenMPI's runtime use
+  // ("10.77.0.0/24"), and the driver's address on it.
+  std::string network, driver_address;
 };
+
+// The library that keeps mpirun's and orted's listeners off the wildcard
+// address (tuner/bind_shim.c), or "" when it is not installed: TUNE_BIND_SHIM,
+// else the build's or the install's copy.
+std::string bind_shim_path();
 
 // The full argv, "mpirun" first.
 std::vector<std::string> mpirun_command(const MpiLaunch& launch);

@@ -1,6 +1,8 @@
 #include "tuner/prepare.h"
 
+#include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <random>
 #include <thread>
 
@@ -44,9 +46,30 @@ void check_environment(const PreparedSweep& sweep) {
                                                    " slots (workers x cpus_per_worker) but only " +
                                                    std::to_string(sweep.slots) + " are available (raise --slots)");
   }
+  int gpus = 0;
+  for (const Host& host : sweep.hosts) gpus += host.gpus;
+  const int64_t need_gpus = int64_t{spec.resources.workers} * spec.resources.gpus_per_worker;
+  if (need_gpus > gpus) {
+    throw ConfigError::at("resources.gpus_per_worker",
+                          "a trial needs " + std::to_string(need_gpus) + " GPUs (workers x gpus_per_worker) but the hosts have " +
+                              std::to_string(gpus) + " (hostfile gpus=N, or Slurm --gpus-per-node)");
+  }
+  const bool remote = std::any_of(sweep.hosts.begin(), sweep.hosts.end(), [](const Host& h) { return !h.local; });
+  if (remote && sweep.function) {
+    throw ConfigError::at("trainable", "a C++ lambda trainable runs in the driver's process and cannot use other "
+                                       "hosts: register it by name to run it in worker groups");
+  }
 }
 
 }  // namespace
+
+std::vector<Host> sweep_hosts(const RunConfig& run) {
+  if (!run.hostfile.empty()) return read_hostfile(run.hostfile);
+  if (run.use_slurm_allocation) {
+    if (auto hosts = slurm_hosts([](const char* name) { return std::getenv(name); })) return *hosts;
+  }
+  return {Host{"", available_slots(run), detect_local_gpus(), true}};
+}
 
 int available_slots(const RunConfig& run) {
   if (run.slots > 0) return run.slots;
@@ -79,7 +102,9 @@ PreparedSweep prepare_sweep(SweepSpec spec, const RunConfig& run, TrainableFunct
     PreparedSweep sweep;
     sweep.function = std::move(function);
     sweep.trainable = resolve_trainable(spec, sweep.function);
-    sweep.slots = available_slots(run);
+    sweep.hosts = sweep_hosts(run);
+    sweep.slots = 0;
+    for (const Host& host : sweep.hosts) sweep.slots += host.slots;
     CheckedSweep checked = check_sweep(spec);
     sweep.searcher = std::move(checked.searcher);
     sweep.scheduler = custom ? std::move(custom) : std::move(checked.scheduler);

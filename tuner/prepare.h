@@ -12,6 +12,7 @@
 #include "schedulers/scheduler.h"
 #include "search/searcher.h"
 #include "trainer/session.h"
+#include "tuner/hosts.h"
 #include "tuner/sweep_spec.h"
 #include "tuner/tuner.h"
 
@@ -25,7 +26,8 @@ struct PreparedSweep {
   std::unique_ptr<Scheduler> scheduler;  // the spec's, or the custom one
   const RegisteredTrainable* trainable = nullptr;  // nullptr when `function` runs
   TrainableFunction function;
-  int slots = 1;
+  std::vector<Host> hosts;  // where trials may run (this machine alone by default)
+  int slots = 1;            // over every host
 };
 
 // Checks the spec (SweepSpec::validate's rules, once), the trainable (known,
@@ -36,8 +38,11 @@ struct PreparedSweep {
 PreparedSweep prepare_sweep(SweepSpec spec, const RunConfig& run, TrainableFunction function,
                             std::unique_ptr<Scheduler> custom, const SweepSource* source, bool resume);
 
-// Slots the sweep may use: run.slots, or the number of cores.
+// Slots the sweep may use on this machine: run.slots, or the number of cores.
 int available_slots(const RunConfig& run);
+// The hosts of a sweep: run.hostfile's, else the Slurm allocation's (when
+// run.use_slurm_allocation), else this machine with available_slots(run).
+std::vector<Host> sweep_hosts(const RunConfig& run);
 
 // "[A-Za-z0-9][A-Za-z0-9_.-]*", at most 100 characters: names become folder names.
 void check_experiment_name(const std::string& name);

@@ -1,9 +1,6 @@
 #include "tuner/protocol.h"
 
-#include <poll.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -39,13 +36,6 @@ bool read_all(int fd, char* data, size_t size) {
   return true;
 }
 
-sockaddr_un address_of(const std::string& path) {
-  sockaddr_un address{};
-  address.sun_family = AF_UNIX;
-  if (path.size() >= sizeof(address.sun_path)) throw Error("socket path too long: " + path);
-  std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
-  return address;
-}
 
 }  // namespace
 
@@ -81,7 +71,7 @@ Json encode(const UpMessage& message) {
             return {{"type", "hello"}, {"group", m.group}, {"pid", m.pid}, {"world_size", m.world_size}};
           },
           [](const ResultMessage& m) -> Json {
-            return {{"type", "result"}, {"metrics", m.metrics}, {"checkpoint", m.checkpoint}};
+            return {{"type", "result"}, {"metrics", m.metrics}, {"checkpoint", m.checkpoint}, {"files", m.files}};
           },
           [](const DoneMessage& m) -> Json { return {{"type", "done"}, {"stopped", m.stopped}}; },
           [](const ErrorMessage& m) -> Json { return {{"type", "error"}, {"message", m.message}}; },
@@ -112,7 +102,9 @@ std::optional<UpMessage> decode_up(const Json& frame) {
     auto metrics = frame.find("metrics");
     auto checkpoint = string_field(frame, "checkpoint");
     if (metrics == frame.end() || !checkpoint) return std::nullopt;
-    return ResultMessage{*metrics, *checkpoint};
+    auto files = frame.find("files");
+    if (files != frame.end() && !files->is_null() && !files->is_array()) return std::nullopt;
+    return ResultMessage{*metrics, *checkpoint, files == frame.end() ? Json() : *files};
   }
   if (*type == "done") {
     auto stopped = frame.find("stopped");
@@ -188,43 +180,21 @@ std::optional<Json> parse_frame(const std::string& bytes) {
   return parse_body(bytes.substr(4));
 }
 
-UnixListener::UnixListener() {
-  std::string pattern = (std::filesystem::temp_directory_path() / "tune-XXXXXX").string();
-  if (!mkdtemp(pattern.data())) throw Error(std::string("cannot create socket dir: ") + strerror(errno));
-  dir_ = pattern;
-  ::chmod(dir_.c_str(), 0700);
-  path_ = dir_ + "/driver.sock";
-  fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd_ < 0) throw Error(std::string("socket: ") + strerror(errno));
-  sockaddr_un address = address_of(path_);
-  if (::bind(fd_, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
-      ::listen(fd_, 64) != 0) {
-    throw Error(std::string("cannot listen on ") + path_ + ": " + strerror(errno));
-  }
+bool send_bytes(int fd, const char* data, size_t size) {
+  if (size > kMaxFrameBytes) return false;
+  const auto n = static_cast<uint32_t>(size);
+  const char header[4] = {static_cast<char>(n & 0xff), static_cast<char>((n >> 8) & 0xff),
+                          static_cast<char>((n >> 16) & 0xff), static_cast<char>(n >> 24)};
+  return write_all(fd, header, 4) && write_all(fd, data, size);
 }
 
-UnixListener::~UnixListener() {
-  if (fd_ >= 0) ::close(fd_);
-  std::error_code ec;
-  std::filesystem::remove_all(dir_, ec);
-}
-
-int UnixListener::accept_one(int timeout_ms) {
-  pollfd p{fd_, POLLIN, 0};
-  int ready = ::poll(&p, 1, timeout_ms);
-  if (ready <= 0) return -1;
-  return ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
-}
-
-int connect_unix(const std::string& path) {
-  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) throw Error(std::string("socket: ") + strerror(errno));
-  sockaddr_un address = address_of(path);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
-    ::close(fd);
-    throw Error("cannot connect to driver at " + path + ": " + strerror(errno));
-  }
-  return fd;
+bool receive_bytes(int fd, std::string& buffer, size_t max) {
+  unsigned char header[4];
+  if (!read_all(fd, reinterpret_cast<char*>(header), 4)) return false;
+  const uint32_t size = frame_size(header);
+  if (size > max || size > kMaxFrameBytes) return false;
+  buffer.resize(size);
+  return read_all(fd, buffer.data(), size);
 }
 
 }  // namespace tune::internal

@@ -1,11 +1,16 @@
 // Internal: the driver <-> worker-group wire protocol. Length-prefixed JSON
-// frames over a stream socket (a Unix socket in a private 0700 directory on
-// one machine); every frame is a JSON object with a "type". In memory the
-// messages are types, and decoding checks every field: a frame that is not a
-// well-formed message decodes to nullopt (the peer is then treated as gone).
+// frames over a stream socket (tuner/transport.h: a Unix socket on one
+// machine, TCP between hosts, either after a token handshake); every frame is
+// a JSON object with a "type". In memory the messages are types, and decoding
+// checks every field: a frame that is not a well-formed message decodes to
+// nullopt (the peer is then treated as gone).
 //
 //   Up (rank 0 -> driver):   Hello, ResultMessage, DoneMessage, ErrorMessage
 //   Down (driver -> rank 0): RunMessage, VerdictMessage, ShutdownMessage
+//
+// Checkpoints between hosts (no shared filesystem): a ResultMessage (or a
+// RunMessage restoring a trial) names the checkpoint's files; their bytes
+// follow as raw frames and a checksum frame (tuner/checkpoint_transfer.h).
 //
 //   send_message(fd, encode(ResultMessage{{{"loss", 0.3}}, ""}));
 //   if (auto up = decode_up(*receive_message(fd))) std::visit(handler, *up);
@@ -29,6 +34,9 @@ struct HelloMessage {
 struct ResultMessage {
   Json metrics;
   std::string checkpoint;  // "" when the result has none
+  // Between hosts: the checkpoint's files (tuner/checkpoint_transfer.h),
+  // whose bytes follow this message; null when it lies on a shared path.
+  Json files = nullptr;
 };
 struct DoneMessage {
   bool stopped = false;  // the trainable stopped on a kStop verdict
@@ -64,24 +72,9 @@ std::optional<Json> receive_message(int fd);
 // prefix and body; nullopt unless it is exactly one valid frame.
 std::optional<Json> parse_frame(const std::string& bytes);
 
-// A listening Unix socket in a fresh private directory; removed on destruction.
-class UnixListener {
- public:
-  UnixListener();  // throws tune::Error
-  ~UnixListener();
-  UnixListener(const UnixListener&) = delete;
-  UnixListener& operator=(const UnixListener&) = delete;
-  const std::string& path() const { return path_; }
-  int fd() const { return fd_; }
-  // Blocks until a peer connects or timeout; returns the fd or -1.
-  int accept_one(int timeout_ms);
-
- private:
-  std::string dir_, path_;
-  int fd_ = -1;
-};
-
-// Connects to a Unix socket path; throws tune::Error.
-int connect_unix(const std::string& path);
+// Raw bytes as one frame (checkpoint files), with the same length header.
+bool send_bytes(int fd, const char* data, size_t size);
+// Reads one raw frame of at most `max` bytes into `buffer`.
+bool receive_bytes(int fd, std::string& buffer, size_t max);
 
 }  // namespace tune::internal

@@ -10,7 +10,8 @@ Json TrialStart::to_json() const {
                {"trial_index", trial_index}, {"trial_dir", trial_dir},
                {"config", config},         {"iteration", iteration},
                {"cpus", cpus},             {"checkpoint", nullptr},
-               {"setup", setup}};
+               {"setup", setup},           {"stream_checkpoints", stream_checkpoints},
+               {"checkpoint_files", checkpoint_files}};
   if (checkpoint) json["checkpoint"] = {{"path", checkpoint->path}, {"iteration", checkpoint->iteration}};
   return json;
 }
@@ -25,6 +26,8 @@ TrialStart TrialStart::from_json(const Json& json) {
   start.iteration = json.at("iteration").get<int64_t>();
   start.cpus = json.value("cpus", 1);
   if (json.contains("setup")) start.setup = json.at("setup");
+  start.stream_checkpoints = json.value("stream_checkpoints", false);
+  if (json.contains("checkpoint_files")) start.checkpoint_files = json.at("checkpoint_files");
   const Json& checkpoint = json.at("checkpoint");
   if (!checkpoint.is_null()) {
     start.checkpoint = Checkpoint{checkpoint.at("path").get<std::string>(),

@@ -22,6 +22,12 @@ struct TrialStart {
   std::optional<Checkpoint> checkpoint;
   int cpus = 1;
   Json setup;  // SweepSpec::setup()
+  // Between hosts without a shared filesystem: the worker keeps the trial's
+  // files in its own scratch directory (trial_dir is then "") and streams
+  // every checkpoint to the driver; a checkpoint to restore from arrives
+  // over the connection (its files listed here) instead of at checkpoint->path.
+  bool stream_checkpoints = false;
+  Json checkpoint_files;
 
   Json to_json() const;
   static TrialStart from_json(const Json& json);

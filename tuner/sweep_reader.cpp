@@ -16,9 +16,10 @@ const std::vector<std::string> kTopKeys = {
     "name",       "trainable", "metric",     "mode",      "num_samples", "max_concurrent_trials",
     "resources",  "search",    "scheduler",  "stop",      "param_space", "points_to_evaluate",
     "checkpoint", "failure",   "data",       "preprocess"};
-const std::vector<std::string> kResourceKeys = {"workers", "cpus_per_worker", "use_mpi"};
-const std::vector<std::string> kCheckpointKeys = {"num_to_keep", "score_attribute", "score_order"};
-const std::vector<std::string> kFailureKeys = {"max_failures"};
+const std::vector<std::string> kResourceKeys = {"workers", "cpus_per_worker", "use_mpi", "gpus_per_worker",
+                                               "placement"};
+const std::vector<std::string> kCheckpointKeys = {"num_to_keep", "score_attribute", "score_order", "shared_filesystem"};
+const std::vector<std::string> kFailureKeys = {"max_failures", "result_timeout_s", "max_host_failures"};
 constexpr int64_t kMaxInt = std::numeric_limits<int>::max();
 
 std::string join_path(const std::string& prefix, const std::string& key) {
@@ -162,6 +163,9 @@ class Reader {
       const OptionReader failure = section(value, key, &kFailureKeys);
       spec.failure.max_failures =
           static_cast<int>(failure.integer_in("max_failures", 0, -1, kMaxInt, "an integer >= -1"));
+      if (failure.has("result_timeout_s")) spec.failure.result_timeout_s = failure.number("result_timeout_s", 0, Bound::above(0));
+      spec.failure.max_host_failures =
+          static_cast<int>(failure.integer_in("max_host_failures", 2, 1, kMaxInt, "a positive integer"));
     } else if (key == "data") {
       if (!value.is_object())
         throw ConfigError::at(key, "data must be a mapping (path, label, ...), got " + describe_kind(value));
@@ -186,6 +190,8 @@ class Reader {
     r.workers = static_cast<int>(o.integer_in("workers", r.workers, 1, kMaxInt, "a positive integer"));
     r.cpus_per_worker = static_cast<int>(o.integer_in("cpus_per_worker", r.cpus_per_worker, 1, kMaxInt, "a positive integer"));
     r.use_mpi = o.boolean("use_mpi", r.use_mpi);
+    r.gpus_per_worker = static_cast<int>(o.integer_in("gpus_per_worker", r.gpus_per_worker, 0, kMaxInt, "a non-negative integer"));
+    r.placement = o.string("placement", r.placement, {"pack", "spread"});
   }
 
   void read_search(const OrderedJson& value, SearchOptions& search) const {
@@ -249,6 +255,7 @@ class Reader {
     c.num_to_keep = static_cast<int>(o.integer_in("num_to_keep", c.num_to_keep, 0, kMaxInt, "a non-negative integer"));
     c.score_attribute = o.text("score_attribute", c.score_attribute);
     c.score_order = o.text("score_order", c.score_order);
+    c.shared_filesystem = o.boolean("shared_filesystem", c.shared_filesystem);
     if (!c.score_order.empty() && !is_min_max(c.score_order))
       throw ConfigError::at("checkpoint.score_order",
                             "checkpoint.score_order must be 'min' or 'max', got '" + c.score_order + "'");

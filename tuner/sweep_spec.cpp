@@ -38,6 +38,14 @@ void check_fields(const SweepSpec& spec) {
           "resources.workers must be a positive integer, got " + std::to_string(spec.resources.workers));
   require(spec.resources.cpus_per_worker >= 1, "resources.cpus_per_worker",
           "resources.cpus_per_worker must be a positive integer, got " + std::to_string(spec.resources.cpus_per_worker));
+  require(spec.resources.gpus_per_worker >= 0, "resources.gpus_per_worker",
+          "resources.gpus_per_worker must be a non-negative integer, got " + std::to_string(spec.resources.gpus_per_worker));
+  require(spec.resources.placement == "pack" || spec.resources.placement == "spread", "resources.placement",
+          "resources.placement must be pack or spread, got '" + spec.resources.placement + "'");
+  require(!spec.failure.result_timeout_s || (*spec.failure.result_timeout_s > 0 && std::isfinite(*spec.failure.result_timeout_s)),
+          "failure.result_timeout_s", "failure.result_timeout_s must be a positive number");
+  require(spec.failure.max_host_failures >= 1, "failure.max_host_failures",
+          "failure.max_host_failures must be a positive integer, got " + std::to_string(spec.failure.max_host_failures));
   require(!spec.stop.training_iteration || *spec.stop.training_iteration >= 1, "stop.training_iteration",
           "stop.training_iteration must be a positive integer");
   require(!spec.stop.time_budget_s || (*spec.stop.time_budget_s > 0 && std::isfinite(*spec.stop.time_budget_s)),
@@ -139,7 +147,11 @@ Json SweepSpec::to_json() const {
           {"num_samples", num_samples},
           {"max_concurrent_trials", max_concurrent_trials},
           {"resources",
-           {{"workers", resources.workers}, {"cpus_per_worker", resources.cpus_per_worker}, {"use_mpi", resources.use_mpi}}},
+           {{"workers", resources.workers},
+            {"cpus_per_worker", resources.cpus_per_worker},
+            {"use_mpi", resources.use_mpi},
+            {"gpus_per_worker", resources.gpus_per_worker},
+            {"placement", resources.placement}}},
           {"search",
            {{"algorithm", search.algorithm},
             {"seed", search.seed ? Json(*search.seed) : Json()},
@@ -151,8 +163,12 @@ Json SweepSpec::to_json() const {
           {"checkpoint",
            {{"num_to_keep", checkpoint.num_to_keep},
             {"score_attribute", checkpoint.score_attribute},
-            {"score_order", checkpoint.score_order}}},
-          {"failure", {{"max_failures", failure.max_failures}}},
+            {"score_order", checkpoint.score_order},
+            {"shared_filesystem", checkpoint.shared_filesystem}}},
+          {"failure",
+           {{"max_failures", failure.max_failures},
+            {"result_timeout_s", failure.result_timeout_s ? Json(*failure.result_timeout_s) : Json()},
+            {"max_host_failures", failure.max_host_failures}}},
           {"data", data},
           {"preprocess", preprocess}};
 }
@@ -175,6 +191,8 @@ SweepSpec SweepSpec::from_json(const Json& json) {
     s.resources.workers = r.value("workers", s.resources.workers);
     s.resources.cpus_per_worker = r.value("cpus_per_worker", s.resources.cpus_per_worker);
     s.resources.use_mpi = r.value("use_mpi", s.resources.use_mpi);
+    s.resources.gpus_per_worker = r.value("gpus_per_worker", s.resources.gpus_per_worker);
+    s.resources.placement = r.value("placement", s.resources.placement);
     const Json& search = section("search");
     s.search.algorithm = search.value("algorithm", s.search.algorithm);
     if (search.contains("seed") && !search["seed"].is_null()) s.search.seed = search["seed"].get<uint64_t>();
@@ -194,7 +212,12 @@ SweepSpec SweepSpec::from_json(const Json& json) {
     s.checkpoint.num_to_keep = c.value("num_to_keep", s.checkpoint.num_to_keep);
     s.checkpoint.score_attribute = c.value("score_attribute", s.checkpoint.score_attribute);
     s.checkpoint.score_order = c.value("score_order", s.checkpoint.score_order);
-    s.failure.max_failures = section("failure").value("max_failures", s.failure.max_failures);
+    s.checkpoint.shared_filesystem = c.value("shared_filesystem", s.checkpoint.shared_filesystem);
+    const Json& f = section("failure");
+    s.failure.max_failures = f.value("max_failures", s.failure.max_failures);
+    if (f.contains("result_timeout_s") && !f["result_timeout_s"].is_null())
+      s.failure.result_timeout_s = f["result_timeout_s"].get<double>();
+    s.failure.max_host_failures = f.value("max_host_failures", s.failure.max_host_failures);
     if (json.contains("data")) s.data = json["data"];
     if (json.contains("preprocess")) s.preprocess = json["preprocess"];
   } catch (const Json::exception& e) {

@@ -27,6 +27,11 @@ struct Resources {
   int cpus_per_worker = 1;
   // Force an MPI worker group even for workers == 1. Default: false.
   bool use_mpi = false;
+  // GPUs each rank gets (its own CUDA_VISIBLE_DEVICES). Default: 0.
+  int gpus_per_worker = 0;
+  // Where a trial's ranks go when there are several hosts: "pack" (as few
+  // hosts as possible) or "spread" (as many as possible). Default: "pack".
+  std::string placement = "pack";
 };
 
 struct StopCriteria {
@@ -56,12 +61,23 @@ struct CheckpointOptions {
   std::string score_attribute;
   // "min" | "max". Default: the experiment's mode.
   std::string score_order;
+  // Every host sees the results directory at the same path: ranks write
+  // checkpoints there directly instead of streaming them to the driver
+  // (multi-host sweeps only). Default: false.
+  bool shared_filesystem = false;
 };
 
 struct FailureOptions {
   // Retries of a failing trial (from its last checkpoint) before it is ERROR
   // for good. -1 = unlimited. Default: 0.
   int max_failures = 0;
+  // A trial that reports nothing for this many seconds (a rank stuck in a
+  // collective, a deadlock) is stopped and counts as a failure. Default:
+  // none.
+  std::optional<double> result_timeout_s;
+  // A host whose trials are lost (processes killed, host unreachable) this
+  // many times in a row takes no more trials. Default: 2.
+  int max_host_failures = 2;
 };
 
 struct SweepSpec {

@@ -247,7 +247,9 @@ ExecutorKind thread_executor_kind() {
   // C++ functions, and registered in-process trainables of one worker.
   kind.accepts = [](const ExecutorContext& c) {
     if (c.function) return true;
-    return c.trainable && c.trainable->info.in_process && c.spec.resources.workers == 1 && !c.spec.resources.use_mpi;
+    // With other hosts, in-process trainables run in (one-rank) groups there.
+    return c.single_host && c.trainable && c.trainable->info.in_process && c.spec.resources.workers == 1 &&
+           !c.spec.resources.use_mpi;
   };
   kind.create = [](const ExecutorContext& c) -> std::unique_ptr<TrialExecutor> {
     return std::make_unique<ThreadExecutor>(c.events, c.clock, c.function ? c.function : c.trainable->function);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <iostream>
 
+#include "base/names.h"
 #include "tuner/checkpoints.h"
 #include "tuner/driver_impl.h"
 
@@ -33,19 +34,38 @@ void Driver::handle(TrialEvent& event, std::vector<Reply>& replies) {
       replies.emplace_back(std::move(event.reply), trial ? on_result(*trial, event) : Verdict::kStop);
       return;
     case TrialEvent::Kind::kEnded:
-      attempt_ended(event.attempt);
+      attempt_ended(event.attempt, /*lost=*/false);
       if (trial) terminate(*trial);  // the trainable returned on its own
       return;
     case TrialEvent::Kind::kFailed:
-      attempt_ended(event.attempt);
-      if (trial) fail(*trial, event.message);
+      attempt_ended(event.attempt, event.lost);
+      // Across hosts a lost attempt is the host's failure, not the trial's.
+      if (trial) fail(*trial, event.message, event.lost && !pool_.single_host());
       return;
   }
 }
 
-void Driver::attempt_ended(const AttemptId& attempt) {
+// The attempt's hosts are free again. A lost attempt (its processes died,
+// not its trainable) counts against every host it ran on, unless the driver
+// cancelled it while stopping; a host that keeps losing attempts is taken
+// out of placement.
+void Driver::attempt_ended(const AttemptId& attempt, bool lost) {
   auto it = live_.find(attempt);
   if (it == live_.end()) return;
+  const std::vector<std::string> before = pool_.excluded();
+  for (const auto& share : it->second.hosts) {
+    if (lost && stopping_) continue;
+    if (lost) {
+      pool_.record_loss(share.host);
+    } else {
+      pool_.record_success(share.host);
+    }
+  }
+  if (lost && pool_.excluded().size() > before.size()) {
+    const std::vector<std::string> now = pool_.excluded();
+    store_->add_event(experiment_.id, std::nullopt, "hosts_excluded", {{"hosts", now}}, clock_.unix_time());
+    if (run_.verbose) std::cerr << "tune: hosts taken out after repeated losses: " << join_names(now) << "\n";
+  }
   pool_.release(it->second);
   live_.erase(it);
 }
@@ -67,6 +87,9 @@ Verdict Driver::on_result(TrialState& trial, TrialEvent& event) {
   trial.last_result = result;
   store_->add_result(trial.row, trial.iteration, trial.attempt, result, unix_now);
   if (!event.checkpoint.empty()) record_checkpoint(trial, event.checkpoint);
+  if (!event.message.empty()) {  // a checkpoint that did not arrive whole
+    store_->add_event(experiment_.id, trial.row, "checkpoint_failed", {{"message", event.message}}, unix_now);
+  }
   sweep_.searcher->on_result(trial.index, result);
   apply(trial, decide(trial, result));
   return trial.status == kRunning ? Verdict::kContinue : Verdict::kStop;
@@ -157,29 +180,33 @@ void Driver::pause(TrialState& trial) {
 }
 
 // PBT: the trial continues from a copy of the donor's latest checkpoint with
-// the explored config; its own iteration count goes on.
+// the explored config, and from the donor's iteration (as Ray does): its
+// iteration count and its restored state agree whether the donor was ahead
+// or behind.
 void Driver::exploit(TrialState& trial, const TrialDecision& decision) {
   leave_running(trial);
   state_changed_ = true;
   const double now = clock_.unix_time();
   const TrialState& donor = trials_.at(decision.donor);
-  const std::filesystem::path copy = clone_checkpoint(donor.checkpoint->path, experiment_dir_ / trial_name(trial.index),
-                                                      trial.iteration, decision.donor);
+  const int64_t restored = donor.checkpoint->iteration;
+  const std::filesystem::path copy =
+      clone_checkpoint(donor.checkpoint->path, experiment_dir_ / trial_name(trial.index), restored, decision.donor);
   ExploitRecord record;
   record.trial_id = trial.row;
   record.donor_trial_id = donor.row;
   record.iteration = trial.iteration;
-  record.donor_iteration = donor.checkpoint->iteration;
+  record.donor_iteration = restored;
   record.checkpoint_path = copy.string();
   record.old_config = trial.config;
   record.new_config = decision.new_config;
   record.time = now;
   store_->add_exploit(record);
   store_->set_trial_config(trial.row, decision.new_config);
-  store_->add_checkpoint(trial.row, trial.iteration, copy.string(), std::nullopt, now);
+  store_->add_checkpoint(trial.row, restored, copy.string(), std::nullopt, now);
   trial.config = decision.new_config;
-  trial.checkpoint = Checkpoint{copy.string(), trial.iteration};
-  sweep_.scheduler->on_checkpoint(trial.index, trial.iteration);
+  trial.iteration = restored;
+  trial.checkpoint = Checkpoint{copy.string(), restored};
+  sweep_.scheduler->on_checkpoint(trial.index, restored);
   trial.status = kPending;
   store_->set_trial_status(trial.row, kPending, now);
   pending_.push_front(trial.index);
@@ -192,15 +219,22 @@ void Driver::requeue(TrialState& trial) {
   store_->set_trial_status(trial.row, kPending, clock_.unix_time());
 }
 
-void Driver::fail(TrialState& trial, const std::string& message) {
+void Driver::fail(TrialState& trial, const std::string& message, bool host_lost) {
   leave_running(trial);
   const double now = clock_.unix_time();
-  trial.failures += 1;
+  // A trial whose host went away is retried elsewhere without spending its
+  // max_failures (bounded: a trial that loses every host it touches errors).
+  const bool free_retry = host_lost && trial.host_losses < kMaxHostLossesPerTrial;
+  if (free_retry) {
+    trial.host_losses += 1;
+  } else {
+    trial.failures += 1;
+  }
   trial.error = message;
   const int max = sweep_.spec.failure.max_failures;
-  const bool retry = !stopping_ && (max < 0 || trial.failures <= max);
+  const bool retry = !stopping_ && (free_retry || max < 0 || trial.failures <= max);
   store_->add_event(experiment_.id, trial.row, retry ? "trial_retry" : "trial_error",
-                    {{"message", message}, {"attempt", trial.attempt},
+                    {{"message", message}, {"attempt", trial.attempt}, {"host_lost", host_lost},
                      {"restore_iteration", trial.checkpoint ? trial.checkpoint->iteration : 0}}, now);
   if (retry) {
     trial.status = kPending;

@@ -12,7 +12,9 @@
 namespace tune {
 
 void init(int, char**) {
-  if (internal::started_as_worker()) internal::run_worker();
+  if (!internal::started_as_worker()) return;
+  internal::select_rank_gpus();
+  internal::run_worker();
 }
 
 ResultGrid::ResultGrid(std::string experiment, std::string metric, std::string mode, std::vector<Result> results,

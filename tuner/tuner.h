@@ -45,8 +45,19 @@ struct RunConfig {
   // Default: "./tune_results".
   std::string storage_path = "./tune_results";
   // Cores the sweep may use; a trial takes workers * cpus_per_worker slots.
-  // 0 = the number of cores. Default: 0.
+  // 0 = the number of cores. Default: 0. Ignored with several hosts.
   int slots = 0;
+  // An OpenMPI hostfile (`node1 slots=4 gpus=2` a line): trials' worker
+  // groups are placed on those hosts (docs/CLUSTER.md). Default: "" (inside a
+  // Slurm allocation its nodes, else this machine).
+  std::string hostfile;
+  // With several hosts: the driver listens for rank 0s (TCP, token-checked)
+  // on this interface's address (a name like "eth0" or an address). Default:
+  // "" (the address this machine reaches the first remote host from).
+  std::string network_interface;
+  // Use the Slurm allocation this process runs in (SLURM_JOB_NODELIST) when
+  // there is no hostfile. Default: true.
+  bool use_slurm_allocation = true;
   // Print the progress table every progress_interval_s seconds and at the end.
   bool verbose = true;
   double progress_interval_s = 5.0;

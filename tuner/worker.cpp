@@ -4,16 +4,23 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
+#include <sstream>
 #include <thread>
 
+#include "tuner/checkpoint_transfer.h"
 #include "tuner/group_executor.h"
 #include "tuner/protocol.h"
 #include "tuner/session_base.h"
+#include "tuner/transport.h"
 
 namespace tune::internal {
 namespace {
+
+namespace fs = std::filesystem;
 
 // Broadcast of a string from rank 0. Ranks != 0 poll with a growing sleep
 // instead of blocking in MPI_Bcast, which busy-waits in OpenMPI and would burn
@@ -37,69 +44,178 @@ std::string broadcast(MPI_Comm comm, int rank, std::string text) {
   return text;
 }
 
+// The group's view of MPI: this rank, the group's size, and the leaders
+// (the lowest rank of each host), who keep a host's copy of streamed files.
+struct Ranks {
+  int rank = 0, size = 1;
+  bool leader = true;
+  MPI_Comm leaders = MPI_COMM_NULL;  // valid on leaders only
+  int hosts = 1;
+};
+
+Ranks mpi_ranks() {
+  Ranks r;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r.rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &r.size);
+  MPI_Comm node;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, r.rank, MPI_INFO_NULL, &node);
+  int local = 0;
+  MPI_Comm_rank(node, &local);
+  MPI_Comm_free(&node);
+  r.leader = local == 0;
+  MPI_Comm_split(MPI_COMM_WORLD, r.leader ? 0 : MPI_UNDEFINED, r.rank, &r.leaders);
+  int leader = r.leader ? 1 : 0;
+  MPI_Allreduce(&leader, &r.hosts, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  return r;
+}
+
+// Where a streaming trial keeps its files on this host.
+std::string scratch_dir(const TrialStart& start) {
+  const char* base = std::getenv("TUNE_SCRATCH");
+  const fs::path root = base && *base ? fs::path(base) : fs::temp_directory_path() / "tune-scratch";
+  return (root / start.experiment / trial_name(start.trial_index)).string();
+}
+
+// Rank 0 holds a restored checkpoint in `dir`; the leaders of the other
+// hosts write their own copy (every rank restores from the same path).
+void share_checkpoint(const Ranks& r, const std::string& dir) {
+  if (r.hosts == 1 || !r.leader) return;
+  int me = 0;
+  MPI_Comm_rank(r.leaders, &me);
+  std::string manifest = me == 0 ? manifest_json(list_checkpoint(dir)).dump() : "";
+  manifest = broadcast(r.leaders, me, manifest);
+  const auto files = manifest_from_json(Json::parse(manifest, nullptr, false));
+  if (!files) return;
+  std::string chunk(kCheckpointChunk, '\0');
+  for (const auto& file : *files) {
+    const fs::path path = fs::path(dir) / file.path;
+    if (me != 0) fs::create_directories(path.parent_path());
+    std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), me == 0 ? "rb" : "wb"), std::fclose);
+    for (uint64_t left = file.size; left > 0;) {
+      const auto n = static_cast<size_t>(std::min<uint64_t>(left, chunk.size()));
+      if (me == 0 && f) (void)!std::fread(chunk.data(), 1, n, f.get());
+      MPI_Bcast(chunk.data(), static_cast<int>(n), MPI_CHAR, 0, r.leaders);
+      if (me != 0 && f) (void)!std::fwrite(chunk.data(), 1, n, f.get());
+      left -= n;
+    }
+  }
+}
+
 class WorkerSession : public SessionBase {
  public:
-  WorkerSession(TrialStart start, int fd, int rank, int size)
-      : SessionBase(std::move(start)), fd_(fd), rank_(rank), size_(size) {}
+  WorkerSession(TrialStart start, int fd, const Ranks& ranks)
+      : SessionBase(std::move(start)), fd_(fd), ranks_(ranks) {}
 
   const void* mpi_communicator_handle() const override { return &comm_; }
-  int rank() const override { return rank_; }
-  int world_size() const override { return size_; }
+  int rank() const override { return ranks_.rank; }
+  int world_size() const override { return ranks_.size; }
 
  protected:
   Verdict exchange(const Json& metrics, const std::string& checkpoint_dir) override {
     std::string verdict;
-    if (rank_ == 0) {
+    if (ranks_.rank == 0) {
+      const bool stream = start_.stream_checkpoints && !checkpoint_dir.empty();
       // The driver gone, or not speaking the protocol: nothing to report to.
-      if (!send_message(fd_, encode(UpMessage{ResultMessage{metrics, checkpoint_dir}}))) std::_Exit(70);
+      if (!send_result(metrics, checkpoint_dir, stream)) std::_Exit(70);
       auto frame = receive_message(fd_);
       auto reply = frame ? decode_down(*frame) : std::nullopt;
       if (!reply || !std::holds_alternative<VerdictMessage>(*reply)) std::_Exit(70);
       verdict = std::get<VerdictMessage>(*reply).verdict == Verdict::kContinue ? "c" : "s";
+      std::error_code ec;
+      if (stream) fs::remove_all(checkpoint_dir, ec);  // the driver has it now
     }
-    return broadcast(MPI_COMM_WORLD, rank_, verdict) == "c" ? Verdict::kContinue : Verdict::kStop;
+    return broadcast(MPI_COMM_WORLD, ranks_.rank, verdict) == "c" ? Verdict::kContinue : Verdict::kStop;
   }
 
  private:
+  bool send_result(const Json& metrics, const std::string& dir, bool stream) {
+    if (!stream) return send_message(fd_, encode(UpMessage{ResultMessage{metrics, dir}}));
+    std::vector<CheckpointFile> files;
+    try {
+      files = list_checkpoint(dir);
+    } catch (const std::exception& e) {
+      std::cerr << "tune worker: " << e.what() << "\n";
+      return send_message(fd_, encode(UpMessage{ResultMessage{metrics, ""}}));
+    }
+    return send_message(fd_, encode(UpMessage{ResultMessage{metrics, dir, manifest_json(files)}})) &&
+           send_checkpoint(fd_, dir, files);
+  }
+
   MPI_Comm comm_ = MPI_COMM_WORLD;
-  int fd_, rank_, size_;
+  int fd_;
+  Ranks ranks_;
 };
+
+// Rank 0: the next command from the driver (with a streamed checkpoint
+// received into this host's scratch and the command rewritten to point at
+// it), as JSON; shutdown when the driver is gone.
+std::string next_command(int fd) {
+  const std::string shutdown = encode(DownMessage{ShutdownMessage{}}).dump();
+  auto frame = receive_message(fd);
+  auto command = frame ? decode_down(*frame) : std::nullopt;
+  if (!command) return shutdown;
+  auto* run = std::get_if<RunMessage>(&*command);
+  if (!run || !run->trial.stream_checkpoints) return frame->dump();
+  TrialStart& trial = run->trial;
+  trial.trial_dir = scratch_dir(trial);
+  if (trial.checkpoint && !trial.checkpoint_files.is_null()) {
+    auto files = manifest_from_json(trial.checkpoint_files);
+    if (!files) return shutdown;
+    const std::string dir = trial.trial_dir + "/restore_" + std::to_string(trial.checkpoint->iteration);
+    const std::string error = receive_checkpoint(fd, *files, dir);
+    if (!error.empty()) {
+      std::cerr << "tune worker: " << error << "\n";
+      return shutdown;
+    }
+    trial.checkpoint->path = dir;
+  }
+  return encode(DownMessage{*run}).dump();
+}
 
 }  // namespace
 
-bool started_as_worker() { return std::getenv(kSocketEnv) && std::getenv(kGroupEnv); }
+bool started_as_worker() { return std::getenv(kEndpointEnv) && std::getenv(kGroupEnv); }
+
+void select_rank_gpus() {
+  const char* lists = std::getenv(kRankGpusEnv);
+  const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");  // set by mpirun before MPI_Init
+  if (!lists || !rank) return;
+  std::vector<std::string> per_rank;
+  std::string item;
+  for (std::istringstream in(lists); std::getline(in, item, '|');) per_rank.push_back(item);
+  const size_t r = static_cast<size_t>(std::atoi(rank));
+  if (r < per_rank.size()) ::setenv("CUDA_VISIBLE_DEVICES", per_rank[r].c_str(), 1);
+}
 
 void run_worker() {
-  int provided = 0;
-  int argc = 0;
+  int provided = 0, argc = 0;
   char** argv = nullptr;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
-  int rank = 0, size = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const Ranks ranks = mpi_ranks();
 
   int fd = -1;
-  if (rank == 0) {
+  if (ranks.rank == 0) {
     try {
-      fd = connect_unix(std::getenv(kSocketEnv));
+      const char* token = std::getenv(kTokenEnv);
+      fd = connect_driver(std::getenv(kEndpointEnv), token ? token : "");
     } catch (const std::exception& e) {
       std::cerr << "tune worker: " << e.what() << "\n";
       MPI_Abort(MPI_COMM_WORLD, 71);
     }
     const char* group = std::getenv(kGroupEnv);
-    send_message(fd, encode(UpMessage{HelloMessage{std::atoi(group ? group : "0"), static_cast<int>(getpid()), size}}));
+    send_message(fd, encode(UpMessage{HelloMessage{std::atoi(group ? group : "0"), static_cast<int>(getpid()), ranks.size}}));
   }
 
   while (true) {
-    // Rank 0 reads the driver's command; every rank gets it by broadcast.
-    std::string command_text = R"({"type":"shutdown"})";
-    if (rank == 0) {
-      auto frame = receive_message(fd);
-      if (frame && decode_down(*frame)) command_text = frame->dump();
-    }
-    auto command = decode_down(Json::parse(broadcast(MPI_COMM_WORLD, rank, command_text)));
+    const std::string text = broadcast(MPI_COMM_WORLD, ranks.rank, ranks.rank == 0 ? next_command(fd) : "");
+    auto command = decode_down(Json::parse(text, nullptr, false));
     if (!command || !std::holds_alternative<RunMessage>(*command)) break;
     const TrialStart& start = std::get<RunMessage>(*command).trial;
+    if (start.stream_checkpoints) {
+      if (ranks.leader) fs::create_directories(start.trial_dir);
+      if (start.checkpoint) share_checkpoint(ranks, start.checkpoint->path);
+      MPI_Barrier(MPI_COMM_WORLD);
+    }
 
     UpMessage outcome = DoneMessage{};
     bool fatal = false;
@@ -107,27 +223,32 @@ void run_worker() {
     if (!trainable) {
       outcome = ErrorMessage{"unknown trainable '" + start.trainable + "' in worker"};
     } else {
-      WorkerSession session(start, fd, rank, size);
+      WorkerSession session(start, fd, ranks);
       try {
         trainable->function(session);
       } catch (const TrialStopped&) {
         outcome = DoneMessage{true};
       } catch (const std::exception& e) {
         outcome = ErrorMessage{e.what()};
-        fatal = size > 1;
+        fatal = ranks.size > 1;
       } catch (...) {
         outcome = ErrorMessage{"unknown exception"};
-        fatal = size > 1;
+        fatal = ranks.size > 1;
       }
     }
     if (fatal) {
       // Other ranks may be blocked in a collective with this one; the only
       // clean way out is to end the group. The driver starts a fresh one.
-      if (rank == 0) send_message(fd, encode(outcome));
-      else std::cerr << "tune worker rank " << rank << ": " << std::get<ErrorMessage>(outcome).message << "\n";
+      if (ranks.rank == 0) send_message(fd, encode(outcome));
+      else std::cerr << "tune worker rank " << ranks.rank << ": " << std::get<ErrorMessage>(outcome).message << "\n";
       MPI_Abort(MPI_COMM_WORLD, 72);
     }
-    if (rank == 0 && !send_message(fd, encode(outcome))) break;
+    if (start.stream_checkpoints) {
+      MPI_Barrier(MPI_COMM_WORLD);  // every rank is done with the trial's files
+      std::error_code ec;
+      if (ranks.leader) fs::remove_all(start.trial_dir, ec);  // this host's scratch: the driver has what matters
+    }
+    if (ranks.rank == 0 && !send_message(fd, encode(outcome))) break;
   }
   if (fd >= 0) ::close(fd);
   MPI_Finalize();

@@ -12,6 +12,10 @@ namespace tune::internal {
 // True when this process was started as a worker of a group.
 bool started_as_worker();
 
+// With GPUs: this rank's CUDA_VISIBLE_DEVICES from TUNE_RANK_GPUS, before
+// anything initializes CUDA.
+void select_rank_gpus();
+
 [[noreturn]] void run_worker();
 
 }  // namespace tune::internal

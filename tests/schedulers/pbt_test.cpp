@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <iostream>
 #include <random>
 
 #include "schedulers/scheduler.h"
@@ -77,9 +78,9 @@ TEST(Pbt, ToyProblemBeatsExploitOnlyAndExploreOnly) {
     auto full = make_scheduler("pbt", pbt_params(seed, 0.25, {1.2, 0.8}), "q", "max");
     auto exploit = make_scheduler("pbt", pbt_params(seed, 0.0, {1.0}), "q", "max");  // copies, never changes h
     ExploreOnly explore(seed);
-    const double a = best_q(simulate(*full, toy(120)));
-    const double b = best_q(simulate(*exploit, toy(120)));
-    const double c = best_q(simulate(explore, toy(120)));
+    const double a = best_q(simulate(*full, toy(200)));
+    const double b = best_q(simulate(*exploit, toy(200)));
+    const double c = best_q(simulate(explore, toy(200)));
     pbt += a / seeds;
     exploit_only += b / seeds;
     explore_only += c / seeds;
@@ -87,13 +88,16 @@ TEST(Pbt, ToyProblemBeatsExploitOnlyAndExploreOnly) {
   }
   EXPECT_GT(pbt, exploit_only);
   EXPECT_GT(pbt, explore_only);
- EXPECT_GE(pbt_wins, 8) << "PBT " << pbt << " exploit-only " << exploit_only << " explore-only " << explore_only;
-  EXPECT_GT(pbt, 1.1);  // close to the optimum 1.2 (measured over these seeds: 1.15 vs 0.39 and 1.06)
+  EXPECT_GE(pbt_wins, 8) << "PBT " << pbt << " exploit-only " << exploit_only << " explore-only " << explore_only;
+  // Close to the optimum 1.2. An exploit restores the donor's iteration (as
+  // Ray does), so a clone of a worker ahead skips to its step count: 200 steps
+  // leave room for that (over these seeds: 1.19 vs 0.39 and 1.17).
+  EXPECT_GT(pbt, 1.1);
 }
 
 TEST(Pbt, ExploitsCopyTheTopTrialAndExploreItsConfig) {
   auto s = make_scheduler("pbt", pbt_params(3, 0.0, {2.0}), "q", "max");
-  SimulationResult r = simulate(*s, toy(40));
+  SimulationResult r = simulate(*s, toy(200));
   ASSERT_FALSE(r.exploits.empty());
   for (const auto& e : r.exploits) {
     EXPECT_NE(e.trial, e.donor);
@@ -140,7 +144,7 @@ TEST(Pbt, SynchWaitsForThePopulationAtEachBoundary) {
   Json params = pbt_params(5, 0.25, {1.2, 0.8});
   params["synch"] = true;
   auto s = make_scheduler("pbt", params, "q", "max");
-  SimulationOptions o = toy(40);
+  SimulationOptions o = toy(200);
   o.num_trials = 4;
   o.workers = 4;
   o.step_time = [](int64_t t, const Json&, int64_t) { return 1.0 + 0.5 * t; };  // unequal speeds

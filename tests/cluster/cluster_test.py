@@ -1,0 +1,439 @@
+#!/usr/bin/python3
+"""Multi-host tests on the namespace hosts of scripts/local-cluster.sh.
+
+    cluster_test.py CASE      (ctest runs one case per test; the fixture has
+                               brought `local-cluster.sh up 2` first)
+
+Hosts: 10.77.0.11 and 10.77.0.12, each with its own network, hostname and
+private /tmp, so a checkpoint one writes reaches the driver (or the other
+host) only through tune. Every case is bounded in time; a failed check exits
+non-zero with the reason.
+"""
+import json
+import os
+import re
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+
+TUNE = os.environ["TUNE_BINARY"]
+SOURCE = os.environ["TUNE_SOURCE_DIR"]
+DDP_CHECK = os.environ.get("DDP_CHECK_BINARY", "")
+CLUSTER = os.path.join(SOURCE, "scripts", "local-cluster.sh")
+HOST1, HOST2 = "10.77.0.11", "10.77.0.12"
+ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+           OMPI_MCA_plm_rsh_agent=os.path.join(SOURCE, "scripts", "local-cluster-agent.sh"))
+
+
+def fail(message):
+    print("FAIL: " + message, file=sys.stderr)
+    sys.exit(1)
+
+
+def check(condition, message):
+    if not condition:
+        fail(message)
+
+
+def run(args, timeout=240, ok=True, **kwargs):
+    r = subprocess.run(args, env=ENV, capture_output=True, text=True, timeout=timeout, **kwargs)
+    if ok and r.returncode != 0:
+        fail(f"{' '.join(args)} exited {r.returncode}:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
+    return r
+
+
+class Workdir:
+    """A fresh directory the hosts can see too (it is not under /tmp)."""
+
+    def __init__(self, name):
+        base = os.environ.get("TUNE_CLUSTER_WORK", os.path.join(os.getcwd(), "cluster_work"))
+        self.path = os.path.join(base, name)
+        shutil.rmtree(self.path, ignore_errors=True)
+        os.makedirs(self.path)
+
+    def file(self, name, text):
+        path = os.path.join(self.path, name)
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+    def join(self, *parts):
+        return os.path.join(self.path, *parts)
+
+
+def hostfile(work, *hosts):
+    return work.file("hosts_" + "_".join(h.replace(".", "") for h, _ in hosts),
+                     "".join(f"{h} slots={s}\n" for h, s in hosts))
+
+
+def trials(storage, experiment):
+    out = run([TUNE, "trials", experiment, "--storage", storage, "--json"]).stdout
+    return {t["trial_name"]: t for t in json.loads(out)}
+
+
+def events(storage, kind=None):
+    with sqlite3.connect(os.path.join(storage, "tune.db")) as db:
+        rows = db.execute("SELECT id, trial_id, kind, detail_json FROM events ORDER BY id").fetchall()
+    out = [(i, t, k, json.loads(d) if d else None) for i, t, k, d in rows]
+    return [e for e in out if kind is None or e[2] == kind]
+
+
+def cluster_pids(host):
+    name = {HOST1: "tunehost1", HOST2: "tunehost2"}[host]
+    r = subprocess.run(["ip", "netns", "pids", name], capture_output=True, text=True)
+    return [int(p) for p in r.stdout.split()]
+
+
+def wait_until_clean(seconds=20):
+    """Nothing of an earlier case may still run on the hosts."""
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if not cluster_pids(HOST1) and not cluster_pids(HOST2):
+            return
+        time.sleep(0.2)
+    fail("processes left on the test hosts: %s" % (cluster_pids(HOST1) + cluster_pids(HOST2)))
+
+
+MLP_SWEEP = """
+name: {name}
+trainable: mlp
+metric: loss
+mode: min
+num_samples: 2
+resources: {{workers: 2, placement: spread}}
+search: {{algorithm: random, seed: 1}}
+stop: {{training_iteration: 3}}
+param_space:
+  lr: {{loguniform: [0.01, 0.1]}}
+  momentum: 0.9
+  width: 16
+  batch_size: 32
+  samples: 256
+  epochs: 3
+checkpoint: {{num_to_keep: 1}}
+"""
+
+
+def case_ddp_across_hosts():
+    """A 2-rank group spanning two hosts trains as one host does."""
+    wait_until_clean()
+    work = Workdir("ddp")
+    sweep = work.file("mlp.yaml", MLP_SWEEP.format(name="mlp2"))
+    two_hosts = hostfile(work, (HOST1, 1), (HOST2, 1))
+    run([TUNE, "run", sweep, "--storage", work.join("spread"), "--hostfile", two_hosts, "-q"])
+    run([TUNE, "run", sweep, "--storage", work.join("local"), "--slots", "2", "-q"])
+    spread, local = trials(work.join("spread"), "mlp2"), trials(work.join("local"), "mlp2")
+    check(len(spread) == 2 and len(local) == 2, f"expected 2 trials each, got {len(spread)} and {len(local)}")
+    for name, trial in spread.items():
+        check(trial["status"] == "TERMINATED", f"{name}: {trial['status']} {trial['error']}")
+        hosts = trial["placements"][-1]["hosts"]
+        check(sorted(hosts) == [HOST1, HOST2], f"{name} should span both hosts, ran on {hosts}")
+        a, b = trial["last_result"]["loss"], local[name]["last_result"]["loss"]
+        check(abs(a - b) <= 1e-5 * max(1.0, abs(b)), f"{name}: loss {a} across hosts, {b} on one host")
+        check(trial["config"] == local[name]["config"], f"{name}: configs differ")
+    # The driver kept each trial's checkpoint (streamed: the hosts' /tmp is private).
+    for name in spread:
+        path = spread[name]["checkpoint"]
+        check(path and os.path.isdir(path) and os.listdir(path), f"{name}: no checkpoint at the driver ({path})")
+    if DDP_CHECK:
+        # The weights themselves: ddp_check writes rank 0's final parameters.
+        mpirun = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none",
+                  "--mca", "btl_vader_single_copy_mechanism", "none", "-np", "2"]
+        across = mpirun + ["--host", f"{HOST1}:1,{HOST2}:1", "--mca", "btl", "self,vader,tcp",
+                           "--mca", "btl_tcp_if_include", "10.77.0.0/24", "--mca", "oob_tcp_if_include", "10.77.0.0/24"]
+        run(across + [DDP_CHECK, "train", work.join("across.bin"), "2", "-", "-"])
+        run(mpirun + ["--mca", "btl", "self,vader", DDP_CHECK, "train", work.join("one.bin"), "2", "-", "-"])
+        a = open(work.join("across.bin"), "rb").read()
+        b = open(work.join("one.bin"), "rb").read()
+        check(len(a) == len(b) and len(a) > 0, "ddp_check wrote no parameters")
+        import struct
+        fa = struct.unpack(f"{len(a) // 4}f", a)
+        fb = struct.unpack(f"{len(b) // 4}f", b)
+        worst = max(abs(x - y) for x, y in zip(fa, fb))
+        check(worst <= 1e-5, f"weights differ by {worst} across hosts")
+    print("ok: losses and weights equal across hosts and on one host")
+
+
+def listeners(netns=None):
+    cmd = ["ss", "-ltnpH"]
+    if netns:
+        cmd = ["ip", "netns", "exec", netns] + cmd
+    out = subprocess.run(cmd, capture_output=True, text=True).stdout
+    found = []
+    for line in out.splitlines():
+        if not re.search(r'"(tune|mpirun|orted|orterun)"', line):
+            continue
+        local = line.split()[3]
+        found.append(local.rsplit(":", 1)[0].strip("[]"))
+    return found
+
+
+SLEEPY_SWEEP = """
+name: {name}
+trainable: synthetic
+metric: loss
+mode: min
+num_samples: {samples}
+resources: {{workers: {workers}}}
+failure: {{max_failures: 1}}
+param_space:
+  x: {{uniform: [0.1, 3.0]}}
+  iterations: {iterations}
+  checkpoint: true
+  sleep_s: {sleep}
+"""
+
+
+def watch_listeners(proc, netns_list, seconds):
+    """Every tune/mpirun/orted listener seen while `proc` runs."""
+    seen = {None: set(), **{n: set() for n in netns_list}}
+    deadline = time.time() + seconds
+    while proc.poll() is None and time.time() < deadline:
+        for ns in seen:
+            seen[ns].update(listeners(ns))
+        time.sleep(0.2)
+    return seen
+
+
+def case_listeners():
+    """One host: no TCP listener beyond loopback; several: only on the cluster's interface."""
+    wait_until_clean()
+    work = Workdir("listen")
+    sweep = work.file("s.yaml", SLEEPY_SWEEP.format(name="ls", samples=2, workers=2, iterations=15, sleep=0.2))
+    proc = subprocess.Popen([TUNE, "run", sweep, "--storage", work.join("one"), "--slots", "4", "-q"], env=ENV)
+    seen = watch_listeners(proc, [], 60)
+    check(proc.wait(timeout=60) == 0, "single-host sweep failed")
+    check(seen[None], "saw no listener at all: the check would not notice one")
+    bad = [a for a in seen[None] if a not in ("127.0.0.1", "::1")]
+    check(not bad, f"single host: listeners beyond loopback: {bad}")
+    print(f"ok: single host listens only on {sorted(seen[None])}")
+
+    wait_until_clean()
+    proc = subprocess.Popen([TUNE, "run", sweep, "--storage", work.join("multi"), "-q",
+                             "--hostfile", hostfile(work, (HOST1, 1), (HOST2, 1))], env=ENV)
+    seen = watch_listeners(proc, ["tunehost1", "tunehost2"], 90)
+    check(proc.wait(timeout=90) == 0, "multi-host sweep failed")
+    allowed = {None: {"127.0.0.1", "::1", "10.77.0.1"}, "tunehost1": {"127.0.0.1", "::1", HOST1},
+               "tunehost2": {"127.0.0.1", "::1", HOST2}}
+    for ns, addresses in seen.items():
+        bad = addresses - allowed[ns]
+        check(not bad, f"{ns or 'driver host'}: listeners on {bad}")
+    check("10.77.0.1" in seen[None], f"the driver should listen on the cluster interface: {seen[None]}")
+    check(HOST1 in seen["tunehost1"] or HOST2 in seen["tunehost2"], "ranks should listen on their host's address")
+    print(f"ok: multi-host listeners {dict((k or 'driver', sorted(v)) for k, v in seen.items())}")
+
+
+PBT_SWEEP = """
+name: pbt
+trainable: synthetic
+metric: loss
+mode: min
+num_samples: 6
+search: {algorithm: random, seed: 2}
+scheduler:
+  type: pbt
+  time_attr: training_iteration
+  perturbation_interval: 4
+  seed: 1
+  hyperparam_mutations: {x: {uniform: [0.1, 3.0]}}
+param_space:
+  x: {uniform: [0.1, 3.0]}
+  iterations: 24
+  checkpoint: true
+  sleep_s: 0.03
+checkpoint: {num_to_keep: 2}
+"""
+
+
+def case_pbt_across_hosts():
+    """Exploits restore a donor's checkpoint that was written on the other host."""
+    wait_until_clean()
+    work = Workdir("pbt")
+    storage = work.join("store")
+    run([TUNE, "run", work.file("pbt.yaml", PBT_SWEEP), "--storage", storage, "-q",
+         "--hostfile", hostfile(work, (HOST1, 1), (HOST2, 1))])
+    db = sqlite3.connect(os.path.join(storage, "tune.db"))
+    exploits = db.execute("SELECT trial_id, donor_trial_id, iteration, donor_iteration, time, new_config_json "
+                          "FROM exploits ORDER BY id").fetchall()
+    check(len(exploits) >= 3, f"expected several exploits, got {len(exploits)}")
+    started = events(storage, "trial_started")
+    crossed = 0
+    for trial, donor, iteration, donor_iteration, when, new_config in exploits:
+        # Where the donor's checkpoint was written: the donor's attempt that
+        # reported iteration donor_iteration.
+        donor_attempt = db.execute("SELECT attempt FROM results WHERE trial_id = ? AND iteration = ? AND time <= ? "
+                                   "ORDER BY id DESC LIMIT 1", (donor, donor_iteration, when)).fetchone()
+        donor_host = [d["host"] for _, t, _, d in started if t == donor and d["attempt"] == donor_attempt[0]]
+        # The recipient's next attempt restores it.
+        after = [(d["host"], d["iteration"], d["attempt"]) for i, t, _, d in started if t == trial]
+        nxt = db.execute("SELECT attempt, iteration, metrics_json FROM results WHERE trial_id = ? AND time > ? "
+                         "ORDER BY id LIMIT 1", (trial, when)).fetchone()
+        if nxt is None:
+            continue
+        attempt, first_iteration, metrics = nxt
+        host = [h for h, _, a in after if a == attempt]
+        check(first_iteration == donor_iteration + 1,
+              f"trial {trial} exploited at {donor_iteration}: its next result is iteration {first_iteration}")
+        # The state restored is the donor's: state = donor's state + new x.
+        donor_state = json.loads(db.execute("SELECT metrics_json FROM results WHERE trial_id = ? AND iteration = ? "
+                                            "AND attempt = ? ORDER BY id DESC LIMIT 1",
+                                            (donor, donor_iteration, donor_attempt[0])).fetchone()[0])["state"]
+        x = json.loads(new_config)["x"]
+        state = json.loads(metrics)["state"]
+        check(abs(state - (donor_state + x)) < 1e-6 * max(1, abs(state)),
+              f"trial {trial}: state {state} after restoring donor state {donor_state} with x {x}")
+        if donor_host and host and donor_host[0] != host[0]:
+            crossed += 1
+    check(crossed >= 1, "no exploit restored a checkpoint from the other host")
+    t = trials(storage, "pbt")
+    check(all(v["status"] == "TERMINATED" and v["iteration"] == 24 for v in t.values()),
+          "every trial should end at iteration 24: " + str({k: (v["status"], v["iteration"]) for k, v in t.items()}))
+    print(f"ok: {len(exploits)} exploits, {crossed} across hosts, restored state checked")
+
+
+def wait_for_results(storage, count, seconds):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        try:
+            with sqlite3.connect(os.path.join(storage, "tune.db")) as db:
+                if db.execute("SELECT count(*) FROM results").fetchone()[0] >= count:
+                    return
+        except sqlite3.Error:
+            pass
+        time.sleep(0.1)
+    fail(f"fewer than {count} results after {seconds} s")
+
+
+def case_resume_elsewhere():
+    """kill -9 of the driver; `tune resume` restores the trials on another host."""
+    wait_until_clean()
+    work = Workdir("resume")
+    storage = work.join("store")
+    sweep = work.file("s.yaml", SLEEPY_SWEEP.format(name="rs", samples=3, workers=1, iterations=20, sleep=0.1))
+    proc = subprocess.Popen([TUNE, "run", sweep, "--storage", storage, "-q", "--hostfile",
+                             hostfile(work, (HOST1, 2))], env=ENV)
+    wait_for_results(storage, 8, 60)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    wait_until_clean(30)  # the groups notice the driver is gone and end
+    before = trials(storage, "rs")
+    running = [n for n, t in before.items() if t["status"] == "RUNNING"]
+    check(running, "no trial was running when the driver was killed")
+    run([TUNE, "resume", "rs", "--storage", storage, "-q", "--hostfile", hostfile(work, (HOST2, 2))])
+    after = trials(storage, "rs")
+    check(all(t["status"] == "TERMINATED" and t["iteration"] == 20 for t in after.values()),
+          "all trials should finish: " + str({k: (v["status"], v["iteration"]) for k, v in after.items()}))
+    for name in running:
+        placements = after[name]["placements"]
+        check(placements[0]["hosts"] == [HOST1] and placements[-1]["hosts"] == [HOST2],
+              f"{name}: expected to start on {HOST1} and resume on {HOST2}: {placements}")
+    restarts = [d for _, _, _, d in events(storage, "trial_started") if d["hosts"] == [HOST2]]
+    check(any(d["iteration"] > 0 for d in restarts), "no trial was restored from a checkpoint on the other host")
+    # The restored state went on from the checkpoint: state = x * iterations.
+    for name, t in after.items():
+        x = t["config"]["x"]
+        check(abs(t["last_result"]["state"] - 20 * x) < 1e-6 * 20 * x, f"{name}: state {t['last_result']['state']} != 20 x")
+    print(f"ok: {len(running)} trials resumed on {HOST2} from the driver's checkpoints")
+
+
+def case_host_lost():
+    """Every process of one host killed, again and again: its trials finish elsewhere, it is taken out."""
+    wait_until_clean()
+    work = Workdir("lost")
+    storage = work.join("store")
+    sweep = work.file("s.yaml", SLEEPY_SWEEP.format(name="lost", samples=4, workers=1, iterations=20, sleep=0.1))
+    proc = subprocess.Popen([TUNE, "run", sweep, "--storage", storage, "--progress-interval", "1",
+                             "--hostfile", hostfile(work, (HOST1, 1), (HOST2, 1))], env=ENV,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    wait_for_results(storage, 2, 60)
+    deadline = time.time() + 60
+    while proc.poll() is None and time.time() < deadline:
+        for pid in cluster_pids(HOST2):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.3)
+    out, _ = proc.communicate(timeout=60)
+    check(proc.returncode == 0, f"the sweep failed ({proc.returncode}):\n{out[-3000:]}")
+    t = trials(storage, "lost")
+    check(len(t) == 4 and all(v["status"] == "TERMINATED" and v["iteration"] == 20 for v in t.values()),
+          "every trial should finish: " + str({k: (v["status"], v["iteration"]) for k, v in t.items()}))
+    excluded = events(storage, "hosts_excluded")
+    check(excluded and excluded[-1][3]["hosts"] == [HOST2], f"{HOST2} should be taken out: {excluded}")
+    retries = events(storage, "trial_retry")
+    check(retries and all(d["host_lost"] for _, _, _, d in retries), f"retries should be host losses: {retries}")
+    check(re.search(r"taken out.*" + re.escape(HOST2), out), "the progress output should say the host was taken out")
+    for name, v in t.items():
+        x = v["config"]["x"]
+        check(abs(v["last_result"]["state"] - 20 * x) < 1e-6 * 20 * x, f"{name}: restored state is wrong")
+    print(f"ok: {len(retries)} lost attempts retried, {HOST2} taken out, all trials finished")
+
+
+GPU_SWEEP = """
+name: gpu
+trainable: synthetic
+metric: loss
+mode: min
+num_samples: 4
+resources: {{workers: 2, gpus_per_worker: 1, placement: {placement}}}
+param_space:
+  x: {{uniform: [0.1, 3.0]}}
+  iterations: 6
+  sleep_s: 0.1
+  record_env: {env_dir}
+"""
+
+
+def case_gpus():
+    """GPUs are counted like slots; each rank sees only its own (CUDA_VISIBLE_DEVICES)."""
+    wait_until_clean()
+    work = Workdir("gpus")
+    hosts = work.file("hosts", f"{HOST1} slots=4 gpus=2\n{HOST2} slots=4 gpus=2\n")
+    for placement in ("pack", "spread"):
+        env_dir = work.join("env_" + placement)
+        storage = work.join("store_" + placement)
+        sweep = work.file(placement + ".yaml", GPU_SWEEP.format(placement=placement, env_dir=env_dir))
+        run([TUNE, "run", sweep, "--storage", storage, "-q", "--hostfile", hosts])
+        t = trials(storage, "gpu")
+        check(all(v["status"] == "TERMINATED" for v in t.values()), f"{placement}: trials failed: {t}")
+        seen = {}
+        for name in sorted(os.listdir(env_dir)):
+            fields = dict(line.split("=", 1) for line in open(os.path.join(env_dir, name)).read().split())
+            seen[name] = fields
+        check(len(seen) == 8, f"{placement}: expected 4 trials x 2 ranks, got {sorted(seen)}")
+        for index in range(4):
+            ranks = [seen[f"trial_{index}_rank_{r}.txt"] for r in range(2)]
+            gpus = [r["CUDA_VISIBLE_DEVICES"] for r in ranks]
+            check(all(g in ("0", "1") for g in gpus), f"{placement}: each rank should see one GPU: {gpus}")
+            hostnames = [r["host"] for r in ranks]
+            if placement == "pack":
+                check(hostnames[0] == hostnames[1] and sorted(gpus) == ["0", "1"],
+                      f"pack: both ranks on one host with GPUs 0 and 1: {ranks}")
+            else:
+                check(hostnames[0] != hostnames[1], f"spread: ranks on two hosts: {ranks}")
+        # 4 GPUs in all, 2 per trial: never more than 2 trials at once.
+        print(f"ok: {placement}: " + ", ".join(f"{k[:-4]}: {v['host']}/{v['CUDA_VISIBLE_DEVICES']}" for k, v in seen.items()))
+    # More GPUs than the hosts have: refused before anything runs.
+    sweep = work.file("big.yaml", GPU_SWEEP.format(placement="pack", env_dir=work.join("x")).replace(
+        "gpus_per_worker: 1", "gpus_per_worker: 3"))
+    r = run([TUNE, "run", sweep, "--storage", work.join("big"), "-q", "--hostfile", hosts], ok=False)
+    check(r.returncode == 2 and "gpus_per_worker" in r.stderr and "big.yaml:" in r.stderr,
+          f"a sweep needing 6 GPUs of 4 should fail with the file's line: {r.returncode} {r.stderr}")
+    check(not os.path.exists(work.join("big")), "a refused sweep should create nothing")
+
+
+def main():
+    cases = {name[5:]: f for name, f in globals().items() if name.startswith("case_")}
+    if len(sys.argv) != 2 or sys.argv[1] not in cases:
+        print("usage: cluster_test.py " + "|".join(cases), file=sys.stderr)
+        sys.exit(2)
+    cases[sys.argv[1]]()
+
+
+if __name__ == "__main__":
+    main()
