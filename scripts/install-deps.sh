@@ -19,6 +19,8 @@ packages=(
   libssl-dev libxxhash-dev
   # multi-host tests: namespace hosts (ip, ss, unshare, nsenter)
   iproute2 util-linux
+  # Slurm tests: a real Slurm on this machine (scripts/local-slurm.sh)
+  munge slurmctld slurmd slurm-client
   dataset-fashion-mnist
   # The HTML report's end-to-end tests render it in headless Chromium.
   chromium

@@ -130,8 +130,21 @@ using Step = void (*)(SQLite::Database&);
 
 void to_v1(SQLite::Database& db) { db.exec(kSchemaV1); }
 
+// v2: the lease that makes one driver the only one running an experiment.
+void to_v2(SQLite::Database& db) {
+  db.exec(R"sql(
+CREATE TABLE driver_leases (
+  experiment_id INTEGER PRIMARY KEY REFERENCES experiments(id) ON DELETE CASCADE,
+  host          TEXT NOT NULL,
+  pid           INTEGER NOT NULL,
+  started_at    REAL NOT NULL,
+  heartbeat_at  REAL NOT NULL
+);
+)sql");
+}
+
 // kMigrations[N] takes the schema from version N to N+1.
-const std::vector<Step> kMigrations = {to_v1};
+const std::vector<Step> kMigrations = {to_v1, to_v2};
 
 void set_meta(SQLite::Database& db, const char* key, const std::string& value) {
   SQLite::Statement s(db, "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)");
@@ -183,7 +196,10 @@ void check_store(SQLite::Database& db, const std::string& dir, const std::string
   if (version == 0 || !db.tableExists("meta")) {
     throw Error(path + " is not a tune store (no tune schema)");
   }
-  if (version < kSchemaVersion) {
+  // Read-only, an older schema is fine back to kOldestReadable: v2 only
+  // added driver_leases, which queries never read (writers migrate first).
+  constexpr int kOldestReadable = 1;
+  if (version < kOldestReadable) {
     throw Error("store " + dir + " has schema v" + std::to_string(version) +
                 "; open it once read-write with this tune to upgrade it to v" +
                 std::to_string(kSchemaVersion));

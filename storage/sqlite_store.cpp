@@ -271,6 +271,62 @@ class SqliteStore final : public Store {
     });
   }
 
+  std::optional<LeaseRecord> take_lease(int64_t experiment_id, const LeaseRecord& mine,
+                                       const std::function<bool(const LeaseRecord&)>& holder_gone) override {
+    Transaction txn(*this);
+    auto holder = guard("take_lease", [&]() -> std::optional<LeaseRecord> {
+      Use s(stmt(kFindLease));
+      s->bind(1, experiment_id);
+      if (!s->executeStep()) return std::nullopt;
+      return LeaseRecord{s->getColumn(0).getString(), s->getColumn(1).getInt64(), s->getColumn(2).getDouble(),
+                         s->getColumn(3).getDouble()};
+    });
+    if (holder && !holder_gone(*holder)) return holder;
+    guard("take_lease", [&] {
+      Use s(stmt(kPutLease));
+      s->bind(1, experiment_id);
+      s->bind(2, mine.host);
+      s->bind(3, mine.pid);
+      s->bind(4, mine.started_at);
+      s->bind(5, mine.heartbeat_at);
+      s->exec();
+    });
+    txn.commit();
+    return std::nullopt;
+  }
+
+  bool holds_lease(int64_t experiment_id, const LeaseRecord& mine) override {
+    return guard("holds_lease", [&] {
+      Use s(stmt(kFindLease));
+      s->bind(1, experiment_id);
+      return s->executeStep() && s->getColumn(0).getString() == mine.host && s->getColumn(1).getInt64() == mine.pid &&
+             s->getColumn(2).getDouble() == mine.started_at;
+    });
+  }
+
+  bool renew_lease(int64_t experiment_id, const LeaseRecord& mine, double now) override {
+    return guard("renew_lease", [&] {
+      Use s(stmt(kRenewLease));
+      s->bind(1, now);
+      s->bind(2, experiment_id);
+      s->bind(3, mine.host);
+      s->bind(4, mine.pid);
+      s->bind(5, mine.started_at);
+      return s->exec() == 1;
+    });
+  }
+
+  void release_lease(int64_t experiment_id, const LeaseRecord& mine) override {
+    guard("release_lease", [&] {
+      Use s(stmt(kReleaseLease));
+      s->bind(1, experiment_id);
+      s->bind(2, mine.host);
+      s->bind(3, mine.pid);
+      s->bind(4, mine.started_at);
+      s->exec();
+    });
+  }
+
   std::vector<EventRecord> events(int64_t experiment_id) override {
     return guard("events", [&] { return read_events(db_, experiment_id); });
   }

@@ -29,7 +29,7 @@
 
 namespace tune {
 
-inline constexpr int kSchemaVersion = 1;
+inline constexpr int kSchemaVersion = 2;
 
 enum class Durability { kNormal, kFull };
 
@@ -97,6 +97,14 @@ struct ExploitRecord {
   std::string checkpoint_path; // the trial's copy it restarted from
   Json old_config, new_config;
   double time = 0;
+};
+
+// Who runs an experiment now (docs/SCHEMA.md table `driver_leases`).
+struct LeaseRecord {
+  std::string host;
+  int64_t pid = 0;
+  double started_at = 0;    // identifies the driver with host and pid
+  double heartbeat_at = 0;  // renewed while it runs
 };
 
 // One row of the events log (docs/SCHEMA.md table `events`).
@@ -177,6 +185,18 @@ class Store {
   virtual int64_t add_exploit(const ExploitRecord& exploit) = 0;
   // Every exploit of an experiment's trials, in order.
   virtual std::vector<ExploitRecord> exploits(int64_t experiment_id) = 0;
+
+  // --- the driver lease: at most one live driver per experiment.
+  // Takes the experiment's lease for `mine`, atomically, unless another
+  // driver holds it and `holder_gone(holder)` is false: then nothing changes
+  // and the holder is returned.
+  virtual std::optional<LeaseRecord> take_lease(int64_t experiment_id, const LeaseRecord& mine,
+                                               const std::function<bool(const LeaseRecord&)>& holder_gone) = 0;
+  // Whether `mine` holds it (a read: cheap inside every batch).
+  virtual bool holds_lease(int64_t experiment_id, const LeaseRecord& mine) = 0;
+  // Renews `mine`; false when it is not the holder any more (taken over).
+  virtual bool renew_lease(int64_t experiment_id, const LeaseRecord& mine, double now) = 0;
+  virtual void release_lease(int64_t experiment_id, const LeaseRecord& mine) = 0;
 
   // --- events: an append-only log (trial started, stopped, error, retry, ...).
   virtual void add_event(int64_t experiment_id, std::optional<int64_t> trial_id,

@@ -2,7 +2,13 @@
 // slots, and the event loop that commits each batch before answering workers.
 #include "tuner/driver.h"
 
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <fstream>
 #include <iostream>
+#include <iterator>
 
 #include "base/error.h"
 #include "base/names.h"
@@ -27,9 +33,11 @@ Driver::Driver(PreparedSweep sweep, RunConfig run, bool resume, DriverEnvironmen
 }
 
 Driver::~Driver() {
-  if (!executor_) return;
-  drain();
-  executor_->shutdown();
+  if (executor_) {
+    drain();
+    executor_->shutdown();
+  }
+  release_lease();
 }
 
 // Ends what still runs after an exception left the loop: live attempts are
@@ -84,6 +92,73 @@ void Driver::listen_on_cluster(ExecutorContext& context) const {
   context.network = network_of(context.listen_address);
 }
 
+namespace {
+
+// A zombie (killed, not yet reaped: containers whose init does not reap)
+// counts as dead.
+bool process_alive(int64_t pid) {
+  if (pid <= 0 || (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)) return false;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const auto close = text.rfind(')');
+  return close == std::string::npos || close + 2 >= text.size() || text[close + 2] != 'Z';
+}
+
+}  // namespace
+
+// One live driver per experiment: a lease in the store (host, pid, start,
+// heartbeat). A holder is gone when its process is dead on this host or its
+// heartbeat is older than kLeaseTimeout (another host), or with --force.
+void Driver::take_lease() {
+  char host[256] = {0};
+  ::gethostname(host, sizeof host - 1);
+  const double now = clock_.unix_time();
+  lease_ = LeaseRecord{host, static_cast<int64_t>(::getpid()), now, now};
+  auto holder = store_->take_lease(experiment_.id, *lease_, [&](const LeaseRecord& h) {
+    if (run_.force || now - h.heartbeat_at > kLeaseTimeout) return true;
+    return h.host == lease_->host && !process_alive(h.pid);
+  });
+  if (holder) {
+    lease_.reset();
+    throw ConfigError("experiment '" + sweep_.spec.name + "' is being run by another driver (pid " +
+                      std::to_string(holder->pid) + " on " + holder->host + ", started " +
+                      format_duration(now - holder->started_at) + " ago, last heartbeat " +
+                      format_duration(now - holder->heartbeat_at) + " ago): let it finish or stop it; if it is gone, " +
+                      "`tune resume " + sweep_.spec.name + " --force`");
+  }
+  last_heartbeat_ = now;
+}
+
+// Every few seconds. A lease taken over (--force elsewhere) ends this driver
+// at once, writing nothing more: its trials belong to the other one now
+// (the destructor stops the attempts still running here).
+void Driver::renew_lease() {
+  const double now = clock_.unix_time();
+  if (!lease_ || now - last_heartbeat_ < kHeartbeatInterval) return;
+  last_heartbeat_ = now;
+  if (!store_->renew_lease(experiment_.id, *lease_, now)) lost_lease();
+}
+
+// Inside each write transaction: a driver that lost its lease writes nothing.
+void Driver::hold_lease() {
+  if (lease_ && !store_->holds_lease(experiment_.id, *lease_)) lost_lease();
+}
+
+void Driver::lost_lease() {
+  lease_lost_ = true;
+  throw Error("another driver took experiment '" + sweep_.spec.name + "' over (tune resume --force); this one stopped");
+}
+
+void Driver::release_lease() {
+  if (!lease_ || !store_) return;
+  try {
+    if (!lease_lost_) store_->release_lease(experiment_.id, *lease_);
+  } catch (const std::exception&) {
+    // the store is gone: the lease expires
+  }
+  lease_.reset();
+}
+
 void Driver::create_experiment() {
   SweepSpec& spec = sweep_.spec;
   const double now = clock_.unix_time();
@@ -102,6 +177,7 @@ void Driver::create_experiment() {
   experiment_.spec = spec.to_json();
   experiment_.created_at = experiment_.updated_at = now;
   experiment_.id = store_->create_experiment(experiment_);
+  take_lease();
   experiment_dir_ = std::filesystem::path(run_.storage_path) / spec.name;
   std::filesystem::create_directories(experiment_dir_);
 }
@@ -112,6 +188,7 @@ void Driver::load_experiment() {
   auto found = store_->find_experiment(sweep_.spec.name);
   if (!found) throw NotFoundError("no experiment named '" + sweep_.spec.name + "' in " + run_.storage_path);
   experiment_ = *found;
+  take_lease();  // before anything changes: another driver may be running it
   experiment_dir_ = std::filesystem::path(run_.storage_path) / sweep_.spec.name;
   std::filesystem::create_directories(experiment_dir_);
   store_->set_experiment_status(experiment_.id, "RUNNING");
@@ -267,6 +344,7 @@ void Driver::start(TrialState& trial, const Placement& placement) {
 bool Driver::step(std::chrono::microseconds max_wait) {
   {
     Transaction txn(*store_);
+    hold_lease();
     launch_ready();
     txn.commit();
   }
@@ -279,6 +357,7 @@ bool Driver::step(std::chrono::microseconds max_wait) {
   if (!events.empty()) {
     std::vector<Reply> replies;
     Transaction txn(*store_);
+    hold_lease();
     for (TrialEvent& event : events) handle(event, replies);
     launch_ready();  // start successors in the same commit
     save_states(false);
@@ -295,6 +374,7 @@ bool Driver::step(std::chrono::microseconds max_wait) {
 void Driver::housekeeping() {
   const double now = clock_.now();
   if (sweep_.spec.failure.result_timeout_s) end_hung_trials(now);
+  renew_lease();
   if (env_.interrupt && env_.interrupt->load() > 0 && !stopping_) interrupt();
   if (sweep_.spec.stop.time_budget_s && now - started_ >= *sweep_.spec.stop.time_budget_s && !stopping_) {
     stopping_ = true;  // running trials end at their next result
@@ -356,6 +436,7 @@ void Driver::save_states(bool force) {
 
 void Driver::finish() {
   Transaction txn(*store_);
+  hold_lease();
   for (auto& [index, trial] : trials_) {
     if (trial.status == kRunning) {
       requeue(trial);  // abandoned: resumable
@@ -370,6 +451,7 @@ void Driver::finish() {
   txn.commit();
   executor_->shutdown();
   executor_.reset();
+  release_lease();
   if (report_) report_->finish();  // shows the end: the open page stops reloading
   if (run_.verbose) print_progress(true);
 }

@@ -72,6 +72,13 @@ class Driver {
   // driver.cpp
   void listen_on_cluster(ExecutorContext& context) const;
   void create_experiment();
+  void take_lease();
+  void renew_lease();
+  void hold_lease();
+  [[noreturn]] void lost_lease();
+  void release_lease();
+  static constexpr double kLeaseTimeout = 60;      // s without a heartbeat: the holder is gone
+  static constexpr double kHeartbeatInterval = 2;  // s
   void load_experiment();
   void launch_ready();
   std::optional<int64_t> next_trial();
@@ -127,6 +134,9 @@ class Driver {
   bool state_changed_ = false;  // a pause/exploit in this batch: save scheduler state now
   bool stopping_ = false, interrupted_ = false;
   double started_ = 0, last_progress_ = 0, last_state_save_ = 0;
+  std::optional<LeaseRecord> lease_;  // held while this driver runs the experiment
+  double last_heartbeat_ = 0;
+  bool lease_lost_ = false;
 };
 
 // The first non-finite metric in a result, if any.

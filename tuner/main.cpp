@@ -13,6 +13,7 @@
 #include "tuner/mpi_launcher.h"
 #include "tuner/prepare.h"
 #include "tuner/report_command.h"
+#include "tuner/slurm_submit.h"
 #include "tuner/sweep_reader.h"
 #include "base/error.h"
 #include "tuner/tuner.h"
@@ -29,7 +30,8 @@ const char* kUsage = R"(usage: tune COMMAND [ARGS] [OPTIONS]
 
 commands:
   run FILE          run the sweep described by a YAML file
-  resume EXP        continue an interrupted experiment
+  submit FILE       submit the sweep as a Slurm batch job (--nodes, --time, --partition)
+  resume EXP        continue an interrupted experiment (--force: take it over)
   experiments       list experiments in the store
   trials EXP        list an experiment's trials (--sort, --filter, --json, --csv)
   best EXP          the best trial (--metric, --mode, --scope, --json)
@@ -92,6 +94,9 @@ int run_sweep(const std::string& command, const std::vector<std::string>& args) 
       ("network-interface", po::value(&interface),
        "with several hosts: the interface (or address) the driver listens on (default: the one reaching the hosts)")
       ("no-slurm", "inside a Slurm allocation, still run on this machine only");
+  if (command == "resume") {
+    options.add_options()("force", "take the experiment over even if the store says another driver runs it");
+  }
   if (command == "run") {
     options.add_options()("name", po::value(&name), "experiment name (default: the file's `name`)")(
         "seed", po::value(&seed), "search seed (overrides the file's search.seed)");
@@ -113,6 +118,7 @@ int run_sweep(const std::string& command, const std::vector<std::string>& args) 
   run.hostfile = hostfile;
   run.network_interface = interface;
   run.use_slurm_allocation = !parsed.vm.count("no-slurm");
+  run.force = parsed.vm.count("force") > 0;
 
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
@@ -250,6 +256,7 @@ int main(int argc, char** argv) {
     }
     if (command == "report") return tune::cli::report_command(args);
     if (command == "results") return tune::cli::results_command(args);
+    if (command == "submit") return tune::cli::submit_command(args);
 #ifdef TUNE_WITH_TORCH
     if (command == "predict") return predict(args);
 #endif

@@ -64,6 +64,12 @@ std::vector<std::string> mpirun_command(const MpiLaunch& launch) {
                              "env LD_PRELOAD=" + shim + " TUNE_BIND_RANKS=1 TUNE_BIND_TOWARD=" +
                                  launch.driver_address + " orted"});
   }
+  // Inside a Slurm allocation OpenMPI starts each host's orted with srun; a
+  // step takes every CPU of its nodes unless it may overlap, so a second
+  // concurrent group would wait for the first (Slurm >= 20.11).
+  if (!launch.hosts.empty() && std::getenv("SLURM_JOB_ID")) {
+    args.insert(args.end(), {"--mca", "plm_slurm_args", "--overlap"});
+  }
   for (auto& word : words_of(std::getenv("TUNE_MPIRUN_ARGS"))) args.push_back(std::move(word));
   args.insert(args.end(), launch.program.begin(), launch.program.end());
   return args;

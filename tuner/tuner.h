@@ -58,6 +58,10 @@ struct RunConfig {
   // Use the Slurm allocation this process runs in (SLURM_JOB_NODELIST) when
   // there is no hostfile. Default: true.
   bool use_slurm_allocation = true;
+  // Take the experiment over even when the store says another live driver
+  // runs it (`tune resume --force`: for a driver on another machine that is
+  // gone but whose lease has not expired yet).
+  bool force = false;
   // Print the progress table every progress_interval_s seconds and at the end.
   bool verbose = true;
   double progress_interval_s = 5.0;

@@ -97,7 +97,7 @@ TEST(Pbt, ToyProblemBeatsExploitOnlyAndExploreOnly) {
 
 TEST(Pbt, ExploitsCopyTheTopTrialAndExploreItsConfig) {
   auto s = make_scheduler("pbt", pbt_params(3, 0.0, {2.0}), "q", "max");
-  SimulationResult r = simulate(*s, toy(200));
+  SimulationResult r = simulate(*s, toy(40));
   ASSERT_FALSE(r.exploits.empty());
   for (const auto& e : r.exploits) {
     EXPECT_NE(e.trial, e.donor);
@@ -144,7 +144,7 @@ TEST(Pbt, SynchWaitsForThePopulationAtEachBoundary) {
   Json params = pbt_params(5, 0.25, {1.2, 0.8});
   params["synch"] = true;
   auto s = make_scheduler("pbt", params, "q", "max");
-  SimulationOptions o = toy(200);
+  SimulationOptions o = toy(40);
   o.num_trials = 4;
   o.workers = 4;
   o.step_time = [](int64_t t, const Json&, int64_t) { return 1.0 + 0.5 * t; };  // unequal speeds
@@ -165,7 +165,7 @@ TEST(Pb2, FindsBetterHyperparametersThanTheStartingOnes) {
                             {{"time_attr", "training_iteration"}, {"perturbation_interval", 4}, {"quantile_fraction", 0.5},
                              {"seed", seed}, {"hyperparam_bounds", {{"h0", {0.0, 1.0}}, {"h1", {0.0, 1.0}}}}},
                             "q", "max");
-    SimulationResult r = simulate(*s, toy(200));
+    SimulationResult r = simulate(*s, toy(40));
     ASSERT_FALSE(r.exploits.empty());
     for (const auto& e : r.exploits) {
       EXPECT_GE(e.new_config["h0"].get<double>(), 0.0);

@@ -345,5 +345,46 @@ TEST_F(StoreTransactions, CommitWithoutBeginIsAnError) {
   store->rollback();  // harmless at depth 0
 }
 
+using StoreLeases = Fixture;
+
+TEST_F(StoreLeases, OneHolderAtATimeUntilItIsGoneOrReleased) {
+  const LeaseRecord a{"host-a", 100, 10.0, 10.0}, b{"host-b", 200, 20.0, 20.0};
+  auto never_gone = [](const LeaseRecord&) { return false; };
+  EXPECT_FALSE(store->take_lease(exp_id, a, never_gone)) << "a free lease is taken";
+  auto holder = store->take_lease(exp_id, b, never_gone);
+  ASSERT_TRUE(holder) << "a held lease is refused";
+  EXPECT_EQ(holder->host, "host-a");
+  EXPECT_EQ(holder->pid, 100);
+  EXPECT_DOUBLE_EQ(holder->started_at, 10.0);
+  EXPECT_TRUE(store->renew_lease(exp_id, a, 12.0));
+  EXPECT_FALSE(store->renew_lease(exp_id, b, 12.0)) << "only the holder renews";
+  // The predicate sees the holder as stored, heartbeat included.
+  double seen_heartbeat = 0;
+  EXPECT_FALSE(store->take_lease(exp_id, b, [&](const LeaseRecord& h) {
+    seen_heartbeat = h.heartbeat_at;
+    return true;  // gone: taken over
+  }));
+  EXPECT_DOUBLE_EQ(seen_heartbeat, 12.0);
+  EXPECT_FALSE(store->renew_lease(exp_id, a, 13.0)) << "a lease taken over is not renewed by its old holder";
+  store->release_lease(exp_id, a);  // not the holder: nothing happens
+  ASSERT_TRUE(store->take_lease(exp_id, a, never_gone));
+  store->release_lease(exp_id, b);
+  EXPECT_FALSE(store->take_lease(exp_id, a, never_gone)) << "a released lease is free";
+}
+
+TEST_F(StoreLeases, TheSameHostAndPidWithAnotherStartIsAnotherDriver) {
+  const LeaseRecord first{"h", 7, 1.0, 1.0}, again{"h", 7, 2.0, 2.0};  // pid reused
+  EXPECT_FALSE(store->take_lease(exp_id, first, [](const LeaseRecord&) { return false; }));
+  EXPECT_TRUE(store->take_lease(exp_id, again, [](const LeaseRecord&) { return false; }));
+  EXPECT_FALSE(store->renew_lease(exp_id, again, 3.0));
+}
+
+TEST_F(StoreLeases, LeasesOfExperimentsAreIndependent) {
+  const int64_t other = store->create_experiment(experiment("other"));
+  auto never_gone = [](const LeaseRecord&) { return false; };
+  EXPECT_FALSE(store->take_lease(exp_id, {"h", 1, 1, 1}, never_gone));
+  EXPECT_FALSE(store->take_lease(other, {"h", 2, 1, 1}, never_gone));
+}
+
 }  // namespace
 }  // namespace tune

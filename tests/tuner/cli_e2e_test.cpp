@@ -9,6 +9,7 @@
 #include <set>
 #include <thread>
 
+#include "storage/store.h"
 #include "test_util.h"
 
 namespace tune {
@@ -355,6 +356,56 @@ param_space:
   // x^2, paused at rung 1 or 3 when the driver died) is promoted to max_t.
   EXPECT_EQ(best_iterations, 9);
   EXPECT_GE(at_least_3, 3);
+}
+
+TEST(CliResume, ASecondDriverIsRefusedWhileTheFirstRunsAndTakesOverOnceItIsDead) {
+  TempDir dir;
+  std::string file = dir.write("slow.yaml", kSlow);
+  std::string storage = dir.file("store");
+  int pid = start_in_background("run " + file + " --name one --storage " + storage + " --quiet", dir);
+  ASSERT_GT(pid, 0);
+  ASSERT_FALSE(wait_for_terminated(storage, "one", 1).is_null());
+  auto second = run_tune("resume one --storage " + storage + " --quiet");
+  EXPECT_EQ(second.exit_code, 2);
+  EXPECT_NE(second.err.find("being run by another driver (pid " + std::to_string(pid)), std::string::npos) << second.err;
+  EXPECT_NE(second.err.find("--force"), std::string::npos) << second.err;
+  EXPECT_EQ(std::count(second.err.begin(), second.err.end(), '\n'), 1) << "one line: " << second.err;
+  auto again = run_tune("run " + file + " --name one --storage " + storage + " --quiet");
+  EXPECT_EQ(again.exit_code, 2) << again.err;  // the name exists
+
+  run_command("kill -9 " + std::to_string(pid));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  auto resumed = run_tune("resume one --storage " + storage + " --quiet");  // its owner is dead: taken over
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  auto trials = json_of(run_tune("trials one --storage " + storage + " --json").out);
+  ASSERT_EQ(trials.size(), 8u);
+  size_t results = 0;
+  for (const auto& t : trials) {
+    EXPECT_EQ(t["status"], "TERMINATED") << t.dump();
+    EXPECT_NEAR(t["last_result"]["state"].get<double>(), 8 * t["config"]["x"].get<double>(), 1e-9);
+  }
+  auto store = Store::open(storage, true);
+  for (const auto& t : store->trials(store->find_experiment("one")->id)) results += store->results(t.id).size();
+  EXPECT_LE(results, 8u * 8u + 8u) << "no trial ran twice at once (a killed attempt may repeat its last iteration)";
+  // Finished: the lease is free again, a resume of a finished sweep is accepted.
+  EXPECT_EQ(run_tune("resume one --storage " + storage + " --quiet").exit_code, 0);
+}
+
+TEST(CliResume, ForceTakesAnExperimentOverFromALiveDriver) {
+  TempDir dir;
+  std::string file = dir.write("slow.yaml", kSlow);
+  std::string storage = dir.file("store");
+  int pid = start_in_background("run " + file + " --name taken --storage " + storage + " --quiet", dir);
+  ASSERT_GT(pid, 0);
+  ASSERT_FALSE(wait_for_terminated(storage, "taken", 1).is_null());
+  auto forced = run_tune("resume taken --storage " + storage + " --quiet --force");
+  EXPECT_EQ(forced.exit_code, 0) << forced.err;
+  // The first driver notices at its next heartbeat and stops (bounded wait).
+  auto gone = run_command("for i in $(seq 200); do kill -0 " + std::to_string(pid) +
+                          " 2>/dev/null || exit 0; sleep 0.05; done; exit 1");
+  EXPECT_EQ(gone.exit_code, 0) << "the driver that lost its lease kept running";
+  auto status = json_of(run_tune("status taken --storage " + storage + " --json").out);
+  EXPECT_EQ(status["counts"]["TERMINATED"], 8);
 }
 
 TEST(CliResume, CtrlCInterruptsAndResumeFinishes) {
