@@ -30,7 +30,8 @@ struct Hasher {
 };
 
 bool safe_relative(const std::string& path) {
-  if (path.empty() || path.size() > 4096 || path.front() == '/') return false;
+  // "a//b": fs::path iteration skips the empty part, so look for it here.
+  if (path.empty() || path.size() > 4096 || path.front() == '/' || path.find("//") != std::string::npos) return false;
   for (const auto& part : fs::path(path)) {
     const std::string p = part.string();
     if (p.empty() || p == "." || p == "..") return false;

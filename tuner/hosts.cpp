@@ -82,7 +82,7 @@ std::vector<std::string> expand_hostlist(const std::string& list) {
       continue;
     }
     const size_t close = list.find(']', bracket);
-    if (close == std::string::npos) fail();
+    if (close == std::string::npos || close == bracket + 1) fail();  // "node[", "node[]"
     std::istringstream ranges(list.substr(bracket + 1, close - bracket - 1));
     for (std::string range; std::getline(ranges, range, ',');) {
       const auto dash = range.find('-');

@@ -1,0 +1,398 @@
+// The driver <-> worker transport: a Unix socket in a private directory or TCP
+// on one loopback address; only a peer that proves the token gets through,
+// and a peer that does not (or says nothing) is dropped in bounded time.
+#include "tuner/transport.h"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <future>
+#include <regex>
+#include <set>
+#include <thread>
+
+#include "base/error.h"
+#include "tuner/protocol.h"
+
+namespace tune::internal {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Closes a descriptor at the end of a scope.
+struct Fd {
+  explicit Fd(int f = -1) : fd(f) {}
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int fd;
+};
+
+// Receive/send time limits, so that no test can hang on a socket.
+void bound(int fd, int seconds) {
+  timeval t{seconds, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &t, sizeof t);
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &t, sizeof t);
+}
+
+// A plain connection to a Listener's endpoint, without any handshake.
+int connect_raw(const std::string& endpoint) {
+  int fd = -1;
+  if (endpoint.rfind("unix:", 0) == 0) {
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    const std::string path = endpoint.substr(5);
+    std::strncpy(address.sun_path, path.c_str(), sizeof address.sun_path - 1);
+    fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+      ::close(fd);
+      return -1;
+    }
+  } else {
+    const auto colon = endpoint.rfind(':');
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(static_cast<uint16_t>(std::stoi(endpoint.substr(colon + 1))));
+    ::inet_pton(AF_INET, endpoint.substr(4, colon - 4).c_str(), &address.sin_addr);
+    fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+      ::close(fd);
+      return -1;
+    }
+  }
+  bound(fd, 5);
+  return fd;
+}
+
+// A worker on another thread: connects with `token`, then answers one
+// message with a "pong" echoing its "n", and one raw frame reversed.
+std::future<void> start_worker(const std::string& endpoint, const std::string& token) {
+  return std::async(std::launch::async, [endpoint, token] {
+    Fd fd(connect_driver(endpoint, token));
+    bound(fd.fd, 3);
+    const auto ping = receive_message(fd.fd);
+    if (!ping || ping->value("type", "") != "ping") throw Error("worker: no ping");
+    if (!send_message(fd.fd, {{"type", "pong"}, {"n", ping->value("n", -1)}})) throw Error("worker: cannot send");
+    std::string bytes;
+    if (!receive_bytes(fd.fd, bytes, 1024)) throw Error("worker: no bytes");
+    std::string reversed(bytes.rbegin(), bytes.rend());
+    if (!send_bytes(fd.fd, reversed.data(), reversed.size())) throw Error("worker: cannot send bytes");
+  });
+}
+
+// Accepts the worker start_worker runs and talks with it both ways.
+void accept_and_talk(Listener& listener, std::future<void>& worker) {
+  Fd fd(listener.accept_one(5000));
+  std::optional<Json> pong;
+  std::string bytes;
+  if (fd.fd >= 0) {
+    bound(fd.fd, 3);
+    const std::string raw("\x00\x01tune\xff", 7);
+    if (send_message(fd.fd, {{"type", "ping"}, {"n", 7}})) pong = receive_message(fd.fd);
+    if (send_bytes(fd.fd, raw.data(), raw.size())) receive_bytes(fd.fd, bytes, 1024);
+  }
+  EXPECT_NO_THROW(worker.get());
+  ASSERT_GE(fd.fd, 0);
+  ASSERT_TRUE(pong);
+  EXPECT_EQ(*pong, (Json{{"type", "pong"}, {"n", 7}}));
+  EXPECT_EQ(bytes, std::string("\xff" "enut\x01\x00", 7));
+}
+
+TEST(Transport, UnixSocketAcceptsAWorkerWithTheToken) {
+  auto listener = Listener::unix_socket();
+  ASSERT_EQ(listener->endpoint().rfind("unix:", 0), 0u) << listener->endpoint();
+  EXPECT_EQ(listener->endpoint().substr(listener->endpoint().size() - 12), "/driver.sock");
+  auto worker = start_worker(listener->endpoint(), listener->token());
+  accept_and_talk(*listener, worker);
+}
+
+TEST(Transport, TcpOnLoopbackAcceptsAWorkerWithTheToken) {
+  auto listener = Listener::tcp("127.0.0.1");
+  const std::regex form(R"(tcp:127\.0\.0\.1:([0-9]+))");
+  std::smatch match;
+  ASSERT_TRUE(std::regex_match(listener->endpoint(), match, form)) << listener->endpoint();
+  const int port = std::stoi(match[1].str());
+  EXPECT_GT(port, 0);
+  EXPECT_LT(port, 65536);
+  EXPECT_EQ(listener->endpoint().find("0.0.0.0"), std::string::npos);
+  auto worker = start_worker(listener->endpoint(), listener->token());
+  accept_and_talk(*listener, worker);
+  // The listener keeps accepting: a second worker gets through too.
+  auto second = start_worker(listener->endpoint(), listener->token());
+  accept_and_talk(*listener, second);
+}
+
+TEST(Transport, TcpOnIpv6LoopbackBracketsTheAddress) {
+  std::unique_ptr<Listener> listener;
+  try {
+    listener = Listener::tcp("::1");
+  } catch (const Error& e) {
+    GTEST_SKIP() << "no IPv6 loopback here: " << e.what();
+  }
+  EXPECT_TRUE(std::regex_match(listener->endpoint(), std::regex(R"(tcp:\[::1\]:[0-9]+)"))) << listener->endpoint();
+  auto worker = start_worker(listener->endpoint(), listener->token());
+  accept_and_talk(*listener, worker);
+}
+
+TEST(Transport, WrongTokenIsRefusedBothWays) {
+  std::vector<std::unique_ptr<Listener>> listeners;
+  listeners.push_back(Listener::unix_socket());
+  listeners.push_back(Listener::tcp("127.0.0.1"));
+  for (auto& listener : listeners) {
+    SCOPED_TRACE(listener->endpoint());
+    const std::string wrong = random_token();
+    ASSERT_NE(wrong, listener->token());
+    auto impostor = std::async(std::launch::async, [&] { return connect_driver(listener->endpoint(), wrong); });
+    const auto start = Clock::now();
+    const int fd = listener->accept_one(3000);
+    EXPECT_EQ(fd, -1);
+    if (fd >= 0) ::close(fd);
+    EXPECT_LT(seconds_since(start), 2.0);
+    try {
+      const int worker_fd = impostor.get();
+      ::close(worker_fd);
+      ADD_FAILURE() << "connect_driver accepted a wrong token";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(listener->endpoint()), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("token"), std::string::npos) << e.what();
+    }
+    // The listener still takes the real worker afterwards.
+    auto worker = start_worker(listener->endpoint(), listener->token());
+    accept_and_talk(*listener, worker);
+  }
+}
+
+TEST(Transport, GarbagePeersAreDroppedQuickly) {
+  auto listener = Listener::unix_socket();
+  const auto start = Clock::now();
+  {
+    Fd peer(connect_raw(listener->endpoint()));  // sends text, not frames
+    ASSERT_GE(peer.fd, 0);
+    const std::string garbage = "hello driver, let me in\n";
+    ASSERT_EQ(::send(peer.fd, garbage.data(), garbage.size(), MSG_NOSIGNAL), static_cast<ssize_t>(garbage.size()));
+    EXPECT_EQ(listener->accept_one(3000), -1);
+  }
+  {
+    Fd peer(connect_raw(listener->endpoint()));  // a well-formed answer with a bogus proof
+    ASSERT_GE(peer.fd, 0);
+    auto accepted = std::async(std::launch::async, [&] { return listener->accept_one(3000); });
+    const auto challenge = receive_message(peer.fd);
+    if (challenge)
+      send_message(peer.fd, {{"type", "answer"}, {"nonce", random_token()}, {"proof", random_token()}});
+    EXPECT_EQ(accepted.get(), -1);
+    ASSERT_TRUE(challenge);
+    EXPECT_EQ(challenge->value("type", ""), "challenge");
+    EXPECT_FALSE(receive_message(peer.fd)) << "the driver should hang up";
+  }
+  {
+    Fd peer(connect_raw(listener->endpoint()));  // hangs up at once
+    ASSERT_GE(peer.fd, 0);
+    ::close(peer.fd);
+    peer.fd = -1;
+    EXPECT_EQ(listener->accept_one(3000), -1);
+  }
+  EXPECT_LT(seconds_since(start), 2.0);
+  auto worker = start_worker(listener->endpoint(), listener->token());
+  accept_and_talk(*listener, worker);
+}
+
+TEST(Transport, SilentPeerIsDroppedWithinFiveSeconds) {
+  auto listener = Listener::tcp("127.0.0.1");
+  Fd silent(connect_raw(listener->endpoint()));  // connects, then says nothing
+  ASSERT_GE(silent.fd, 0);
+  auto worker = start_worker(listener->endpoint(), listener->token());  // queued behind it
+  const auto start = Clock::now();
+  auto accepted = std::async(std::launch::async, [&] { return listener->accept_one(15000); });
+  if (accepted.wait_for(std::chrono::milliseconds(15000)) != std::future_status::ready) {
+    ADD_FAILURE() << "accept_one still waits on the silent peer";
+    ::shutdown(silent.fd, SHUT_RDWR);  // let it go
+  }
+  const int fd = accepted.get();
+  const double waited = seconds_since(start);
+  EXPECT_EQ(fd, -1) << "the silent peer was accepted";
+  if (fd >= 0) ::close(fd);
+  EXPECT_GT(waited, 3.5);  // it had its chance (5 s), then was dropped: bounded above by the 15 s wait
+  accept_and_talk(*listener, worker);
+}
+
+TEST(Transport, AcceptOneWithNobodyWaitsTheTimeout) {
+  auto listener = Listener::unix_socket();
+  const auto start = Clock::now();
+  EXPECT_EQ(listener->accept_one(150), -1);
+  const double waited = seconds_since(start);
+  EXPECT_GE(waited, 0.14);
+}
+
+TEST(Transport, UnixSocketLivesInAPrivateDirectoryRemovedWithTheListener) {
+  std::string dir;
+  {
+    auto listener = Listener::unix_socket();
+    const std::string path = listener->endpoint().substr(5);
+    dir = std::filesystem::path(path).parent_path().string();
+    struct stat info {};
+    ASSERT_EQ(::stat(dir.c_str(), &info), 0) << dir;
+    EXPECT_TRUE(S_ISDIR(info.st_mode));
+    EXPECT_EQ(info.st_mode & 07777, 0700u) << std::oct << (info.st_mode & 07777);
+    EXPECT_EQ(info.st_uid, ::getuid());
+    ASSERT_EQ(::stat(path.c_str(), &info), 0) << path;
+    EXPECT_TRUE(S_ISSOCK(info.st_mode));
+    // Each listener gets its own directory and token.
+    auto other = Listener::unix_socket();
+    EXPECT_NE(other->endpoint(), listener->endpoint());
+    EXPECT_NE(other->token(), listener->token());
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir)) << dir;
+}
+
+TEST(Transport, TcpRefusesWhatIsNotAnAddress) {
+  for (const std::string address : {"", "localhost", "not-an-ip", "10.0.0.300"}) {
+    SCOPED_TRACE(address);
+    try {
+      Listener::tcp(address);
+      ADD_FAILURE() << "listened on '" << address << "'";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("'" + address + "'"), std::string::npos) << e.what();
+    }
+  }
+  // An address this machine does not have cannot be bound.
+  EXPECT_THROW(Listener::tcp("192.0.2.254"), Error);
+}
+
+TEST(Transport, ConnectDriverErrorsNameTheEndpoint) {
+  const std::string token = random_token();
+  for (const std::string endpoint : {"bogus:1", "unix:/nonexistent-tune-dir/driver.sock", "tcp:127.0.0.1:1"}) {
+    SCOPED_TRACE(endpoint);
+    try {
+      ::close(connect_driver(endpoint, token));
+      ADD_FAILURE() << "connected to " << endpoint;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(endpoint), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(Transport, RandomTokenIs64HexCharsAndFreshEachTime) {
+  const std::string a = random_token(), b = random_token();
+  EXPECT_TRUE(std::regex_match(a, std::regex("[0-9a-f]{64}"))) << a;
+  EXPECT_TRUE(std::regex_match(b, std::regex("[0-9a-f]{64}"))) << b;
+  EXPECT_NE(a, b);
+  std::set<std::string> many;
+  for (int i = 0; i < 100; ++i) many.insert(random_token());
+  EXPECT_EQ(many.size(), 100u);
+}
+
+// Runs both sides of the handshake over a socketpair; (driver, worker).
+std::pair<bool, bool> handshake(const std::string& driver_token, const std::string& worker_token) {
+  int fds[2];
+  EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+  bound(fds[0], 3);
+  bound(fds[1], 3);
+  auto worker = std::async(std::launch::async, [&] { return prove_as_worker(fds[1], worker_token); });
+  const bool driver = prove_as_driver(fds[0], driver_token);
+  ::shutdown(fds[0], SHUT_RDWR);  // a driver that refuses hangs up
+  const bool worker_ok = worker.get();
+  ::close(fds[0]);
+  ::close(fds[1]);
+  return {driver, worker_ok};
+}
+
+TEST(Transport, HandshakeSucceedsOnlyWithTheSameToken) {
+  const std::string token = random_token();
+  EXPECT_EQ(handshake(token, token), std::make_pair(true, true));
+  EXPECT_EQ(handshake(token, random_token()), std::make_pair(false, false));
+  EXPECT_EQ(handshake("", "x"), std::make_pair(false, false));
+  EXPECT_EQ(handshake("short", "short"), std::make_pair(true, true));
+}
+
+// A fake driver that does not know the token: the worker must not believe it,
+// and the token itself never crosses the connection.
+TEST(Transport, WorkerChecksTheDriversProofAndNeverSendsTheToken) {
+  const std::string token = random_token();
+  int fds[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+  Fd driver(fds[0]), worker_end(fds[1]);
+  bound(driver.fd, 3);
+  bound(worker_end.fd, 3);
+  auto worker = std::async(std::launch::async, [&] { return prove_as_worker(worker_end.fd, token); });
+  std::optional<Json> answer;
+  if (send_message(driver.fd, {{"type", "challenge"}, {"nonce", random_token()}})) {
+    answer = receive_message(driver.fd);
+    send_message(driver.fd, {{"type", "accepted"}, {"proof", random_token()}});
+  }
+  EXPECT_FALSE(worker.get());
+  ASSERT_TRUE(answer);
+  EXPECT_EQ(answer->value("type", ""), "answer");
+  EXPECT_EQ(answer->dump().find(token), std::string::npos);
+
+  // A challenge that is not 64 hex chars long is refused outright.
+  int short_pair[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, short_pair), 0);
+  Fd a(short_pair[0]), b(short_pair[1]);
+  bound(b.fd, 3);
+  ASSERT_TRUE(send_message(a.fd, {{"type", "challenge"}, {"nonce", "abc"}}));
+  EXPECT_FALSE(prove_as_worker(b.fd, token));
+}
+
+TEST(Transport, InterfaceAddress) {
+  EXPECT_EQ(interface_address("lo"), "127.0.0.1");
+  EXPECT_EQ(interface_address("10.77.0.1"), "10.77.0.1");  // an address stands for itself
+  EXPECT_EQ(interface_address("::1"), "::1");
+  EXPECT_EQ(interface_address("tune-no-such-if"), "");
+}
+
+TEST(Transport, AddressTowardLoopback) {
+  EXPECT_EQ(address_toward("127.0.0.1"), "127.0.0.1");
+}
+
+TEST(Transport, NetworkOfALocalAddress) {
+  EXPECT_EQ(network_of("127.0.0.1"), "127.0.0.0/8");
+  EXPECT_EQ(network_of("not an address"), "");
+  // Every IPv4 address of this machine: "A.B.C.D/N" with the host bits cleared.
+  std::set<std::string> local;
+  ifaddrs* list = nullptr;
+  ASSERT_EQ(::getifaddrs(&list), 0);
+  for (ifaddrs* i = list; i; i = i->ifa_next) {
+    if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET) continue;
+    char text[INET_ADDRSTRLEN];
+    ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr, text, sizeof text);
+    local.insert(text);
+  }
+  ::freeifaddrs(list);
+  for (const auto& address : local) {
+    SCOPED_TRACE(address);
+    const std::string network = network_of(address);
+    std::smatch match;
+    ASSERT_TRUE(std::regex_match(network, match, std::regex(R"((\d+\.\d+\.\d+\.\d+)/(\d+))"))) << network;
+    const int bits = std::stoi(match[2].str());
+    ASSERT_GE(bits, 0);
+    ASSERT_LE(bits, 32);
+    in_addr net{}, host{};
+    ASSERT_EQ(::inet_pton(AF_INET, match[1].str().c_str(), &net), 1);
+    ASSERT_EQ(::inet_pton(AF_INET, address.c_str(), &host), 1);
+    const uint32_t mask = bits == 0 ? 0 : ~uint32_t{0} << (32 - bits);
+    EXPECT_EQ(ntohl(net.s_addr), ntohl(host.s_addr) & mask);
+  }
+  // An address of no interface of this machine has no network here.
+  if (!local.count("10.77.0.5")) {
+    EXPECT_EQ(network_of("10.77.0.5"), "");
+  }
+}
+
+}  // namespace
+}  // namespace tune::internal
