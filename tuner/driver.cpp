@@ -238,18 +238,19 @@ PlacementRequest Driver::request() const {
 }
 
 void Driver::launch_ready() {
-  if (!stopping_ && !pool_.could_ever_fit(request())) {
-    // Every host that could run a trial was taken out: stop as if
-    // interrupted, so `tune resume` continues once the hosts are back.
-    stopping_ = interrupted_ = true;
-    store_->add_event(experiment_.id, std::nullopt, "no_hosts_left", {{"excluded", pool_.excluded()}},
-                      clock_.unix_time());
-    std::cerr << "tune: no host left that can run a trial (taken out: " << join_names(pool_.excluded())
-              << "); resume with `tune resume " << sweep_.spec.name << "` once they are back\n";
-    for (auto& [index, trial] : trials_)
-      if (trial.status == kRunning) requeue(trial);
-    for (const auto& [attempt, placement] : live_) executor_->cancel(attempt, "no hosts left");
-    return;
+  // Checked only after a host was taken out (the check visits every host).
+  if (hosts_changed_ && !stopping_) {
+    hosts_changed_ = false;
+    if (!pool_.could_ever_fit(request())) {
+      // Every host that could run a trial was taken out: stop as if
+      // interrupted, so `tune resume` continues once the hosts are back.
+      store_->add_event(experiment_.id, std::nullopt, "no_hosts_left", {{"excluded", pool_.excluded()}},
+                        clock_.unix_time());
+      std::cerr << "tune: no host left that can run a trial (taken out: " << join_names(pool_.excluded())
+                << "); resume with `tune resume " << sweep_.spec.name << "` once they are back\n";
+      stop_and_requeue("no hosts left");
+      return;
+    }
   }
   const int limit = sweep_.spec.max_concurrent_trials;
   while (!stopping_ && pool_.fits(request()) && (limit == 0 || static_cast<int>(live_.size()) < limit)) {
@@ -411,14 +412,20 @@ void Driver::end_hung_trials(double now) {
 // Ctrl-C: running trials go back to PENDING (`tune resume` restarts them
 // from their checkpoints) and their attempts are cancelled.
 void Driver::interrupt() {
-  stopping_ = interrupted_ = true;
   if (run_.verbose)
     std::cerr << "tune: interrupted; stopping trials (resume with `tune resume " << sweep_.spec.name << "`)\n";
+  stop_and_requeue("interrupted");
+}
+
+// Ends the sweep as interrupted: running trials go back to PENDING and their
+// attempts are cancelled.
+void Driver::stop_and_requeue(const std::string& reason) {
+  stopping_ = interrupted_ = true;
   Transaction txn(*store_);
   for (auto& [index, trial] : trials_)
     if (trial.status == kRunning) requeue(trial);
   txn.commit();
-  for (const auto& [attempt, placement] : live_) executor_->cancel(attempt, "interrupted");
+  for (const auto& [attempt, placement] : live_) executor_->cancel(attempt, reason);
 }
 
 // Scheduler state (rungs, pauses, lineage) for `tune resume`: saved with the
@@ -456,11 +463,27 @@ void Driver::finish() {
   if (run_.verbose) print_progress(true);
 }
 
+namespace {
+bool disk_full(const std::string& message) {
+  return message.find("database or disk is full") != std::string::npos ||
+         message.find("No space left on device") != std::string::npos;
+}
+}  // namespace
+
 std::string Driver::run() {
-  open();
-  while (step(std::chrono::milliseconds(50))) {
+  try {
+    open();
+    while (step(std::chrono::milliseconds(50))) {
+    }
+    finish();
+  } catch (const std::exception& e) {
+    // A write that did not commit was not acknowledged: the store holds every
+    // result a trial was told about, and `tune resume` goes on from there.
+    if (!disk_full(e.what())) throw;
+    throw Error("the disk holding " + run_.storage_path + " is full (" + e.what() +
+                "); the sweep stopped with every acknowledged result stored: free space, then `tune resume " +
+                sweep_.spec.name + " --storage " + run_.storage_path + "`");
   }
-  finish();
   return sweep_.spec.name;
 }
 

@@ -87,6 +87,7 @@ class Driver {
   void housekeeping();
   void end_hung_trials(double now);
   void interrupt();
+  void stop_and_requeue(const std::string& reason);
   void save_states(bool force);
   void print_progress(bool final);
   std::optional<double> eta() const;
@@ -137,6 +138,7 @@ class Driver {
   std::optional<LeaseRecord> lease_;  // held while this driver runs the experiment
   double last_heartbeat_ = 0;
   bool lease_lost_ = false;
+  bool hosts_changed_ = true;  // a host was taken out since launch_ready last checked
 };
 
 // The first non-finite metric in a result, if any.

@@ -217,7 +217,9 @@ struct GroupExecutor::State {
     launch.ranks = group.placement.ranks();
     launch.program = {options.executable};
     launch.env = {{kEndpointEnv, listener->endpoint()}, {kTokenEnv, listener->token()}, {kGroupEnv, std::to_string(group.id)}};
-    if (group.placement.gpus_per_rank > 0) launch.env.emplace_back(kRankGpusEnv, rank_gpus(group.placement));
+    // Ranks of a trial without GPUs see none (as Ray does), so a CUDA build
+    // does not take a GPU another trial was given.
+    launch.env.emplace_back(kRankGpusEnv, group.placement.gpus_per_rank > 0 ? rank_gpus(group.placement) : kNoGpus);
     for (const auto& share : group.placement.hosts)
       if (!share.host.empty()) launch.hosts.emplace_back(share.host, share.ranks);
     launch.network = options.network;

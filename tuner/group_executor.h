@@ -66,6 +66,7 @@ inline constexpr const char* kEndpointEnv = "TUNE_DRIVER_ENDPOINT";
 inline constexpr const char* kTokenEnv = "TUNE_DRIVER_TOKEN";
 inline constexpr const char* kGroupEnv = "TUNE_GROUP_ID";
 inline constexpr const char* kRankGpusEnv = "TUNE_RANK_GPUS";
+inline constexpr const char* kNoGpus = "none";  // TUNE_RANK_GPUS of a group without GPUs
 
 ExecutorKind group_executor_kind();
 

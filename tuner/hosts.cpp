@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <set>
 #include <sstream>
 
@@ -69,35 +70,61 @@ std::vector<Host> parse_hostfile(const std::string& text, const std::string& fil
 
 std::vector<Host> read_hostfile(const std::string& path) { return parse_hostfile(read_text_file(path, 1 << 20), path); }
 
-std::vector<std::string> expand_hostlist(const std::string& list) {
-  std::vector<std::string> names;
-  size_t i = 0;
-  auto fail = [&] { throw ConfigError("malformed Slurm host list '" + list + "'"); };
-  while (i < list.size()) {
-    const size_t bracket = list.find_first_of("[,", i);
-    std::string prefix = list.substr(i, bracket == std::string::npos ? std::string::npos : bracket - i);
-    if (bracket == std::string::npos || list[bracket] == ',') {
-      if (!prefix.empty()) names.push_back(prefix);
-      i = bracket == std::string::npos ? list.size() : bracket + 1;
-      continue;
-    }
-    const size_t close = list.find(']', bracket);
-    if (close == std::string::npos || close == bracket + 1) fail();  // "node[", "node[]"
-    std::istringstream ranges(list.substr(bracket + 1, close - bracket - 1));
-    for (std::string range; std::getline(ranges, range, ',');) {
-      const auto dash = range.find('-');
-      const std::string from = range.substr(0, dash), to = dash == std::string::npos ? from : range.substr(dash + 1);
-      const auto a = count_of(from), b = count_of(to);
-      if (!a || !b || *a > *b || *b - *a > 100000) fail();
-      for (int k = *a; k <= *b; ++k) {
-        std::string digits = std::to_string(k);
-        if (digits.size() < from.size()) digits.insert(0, from.size() - digits.size(), '0');
-        names.push_back(prefix + digits);
-      }
-    }
-    i = close + 1;
-    if (i < list.size() && list[i] == ',') ++i;
+namespace {
+
+constexpr size_t kMaxHostlistNames = 100000;
+
+// Appends the names one host-list item stands for: "node[1-2]-ib[0-1]" is
+// node1-ib0, node1-ib1, node2-ib0, node2-ib1. `from` is where the part still
+// to expand starts in `item`; `prefix` is what was expanded before it.
+void expand_item(const std::string& item, size_t from, const std::string& prefix, std::vector<std::string>& names,
+                 const std::function<void()>& fail) {
+  const size_t open = item.find('[', from);
+  if (open == std::string::npos) {
+    if (names.size() >= kMaxHostlistNames) fail();
+    names.push_back(prefix + item.substr(from));
+    return;
   }
+  const size_t close = item.find(']', open);
+  if (close == std::string::npos || close == open + 1 || item[close - 1] == ',') fail();  // "node[]", "node[1,]"
+  const std::string head = prefix + item.substr(from, open - from);
+  std::istringstream ranges(item.substr(open + 1, close - open - 1));
+  for (std::string range; std::getline(ranges, range, ',');) {
+    const auto dash = range.find('-');
+    const std::string low = range.substr(0, dash), high = dash == std::string::npos ? low : range.substr(dash + 1);
+    const auto a = count_of(low), b = count_of(high);
+    if (!a || !b || *a > *b || *b - *a > static_cast<int>(kMaxHostlistNames)) fail();
+    for (int k = *a; k <= *b; ++k) {
+      std::string digits = std::to_string(k);
+      if (digits.size() < low.size()) digits.insert(0, low.size() - digits.size(), '0');
+      expand_item(item, close + 1, head + digits, names, fail);
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> expand_hostlist(const std::string& list) {
+  auto fail = [&] { throw ConfigError("malformed Slurm host list '" + list + "'"); };
+  // Items are separated by commas outside brackets; brackets do not nest.
+  std::vector<std::string> names;
+  size_t start = 0;
+  bool inside = false;
+  for (size_t i = 0; i <= list.size(); ++i) {
+    const char c = i < list.size() ? list[i] : ',';
+    if (c == '[') {
+      if (inside) fail();
+      inside = true;
+    } else if (c == ']') {
+      if (!inside) fail();
+      inside = false;
+    } else if (c == ',' && !inside) {
+      if (i == start) fail();  // an empty item: "a,,b", "a,"
+      expand_item(list.substr(start, i - start), 0, "", names, fail);
+      start = i + 1;
+    }
+  }
+  if (inside) fail();
   return names;
 }
 

@@ -62,6 +62,7 @@ void Driver::attempt_ended(const AttemptId& attempt, bool lost) {
     }
   }
   if (lost && pool_.excluded().size() > before.size()) {
+    hosts_changed_ = true;
     const std::vector<std::string> now = pool_.excluded();
     store_->add_event(experiment_.id, std::nullopt, "hosts_excluded", {{"hosts", now}}, clock_.unix_time());
     if (run_.verbose) std::cerr << "tune: hosts taken out after repeated losses: " << join_names(now) << "\n";

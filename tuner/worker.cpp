@@ -180,6 +180,10 @@ void select_rank_gpus() {
   const char* lists = std::getenv(kRankGpusEnv);
   const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");  // set by mpirun before MPI_Init
   if (!lists || !rank) return;
+  if (std::string(lists) == kNoGpus) {
+    ::setenv("CUDA_VISIBLE_DEVICES", "", 1);
+    return;
+  }
   std::vector<std::string> per_rank;
   std::string item;
   for (std::istringstream in(lists); std::getline(in, item, '|');) per_rank.push_back(item);

@@ -12,8 +12,8 @@ namespace tune::internal {
 // True when this process was started as a worker of a group.
 bool started_as_worker();
 
-// With GPUs: this rank's CUDA_VISIBLE_DEVICES from TUNE_RANK_GPUS, before
-// anything initializes CUDA.
+// This rank's CUDA_VISIBLE_DEVICES from TUNE_RANK_GPUS, before anything
+// initializes CUDA: its own GPUs, or none ("") when the trial has none.
 void select_rank_gpus();
 
 [[noreturn]] void run_worker();

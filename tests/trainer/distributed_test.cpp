@@ -190,6 +190,36 @@ TEST(Checkpoint, RoundTripRestoresModelOptimizerAndEpoch) {
   }
 }
 
+// Where the built-in trainables train: the config's `device`, else the
+// rank's GPU when this libtorch has CUDA and one is visible, else the CPU.
+TEST(TrainingDevice, FollowsTheConfigAndFallsBackToTheCpu) {
+  using tune::Json;
+  const bool cuda = torch::cuda::is_available();
+  EXPECT_EQ(training_device(Json{{"device", "cpu"}}), torch::Device(torch::kCPU));
+  EXPECT_EQ(training_device(Json::object()), cuda ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU));
+  EXPECT_EQ(training_device(Json{{"device", "auto"}}), training_device(Json::object()));
+  if (cuda) {
+    EXPECT_EQ(training_device(Json{{"device", "cuda"}}), torch::Device(torch::kCUDA, 0));
+  } else {
+    EXPECT_THROW(training_device(Json{{"device", "cuda"}}), std::invalid_argument);
+  }
+  EXPECT_THROW(training_device(Json{{"device", "tpu"}}), std::invalid_argument);
+  EXPECT_THROW(training_device(Json{{"device", 3}}), std::invalid_argument);
+}
+
+TEST(Checkpoint, LoadsOntoTheGivenDevice) {
+  TempDir dir;
+  torch::manual_seed(1);
+  MlpNet a(4, {8}, 3, 0.0), b(4, {8}, 3, 0.0);
+  torch::optim::SGD opt_a(a.parameters(), 0.1), opt_b(b.parameters(), 0.1);
+  save_checkpoint(dir.path() + "/ck", a, &opt_a, 2, MPI_COMM_NULL);
+  EXPECT_EQ(load_checkpoint(dir.path() + "/ck", b, &opt_b, torch::Device(torch::kCPU))["epoch"], 2);
+  for (size_t i = 0; i < a.parameters().size(); ++i) {
+    EXPECT_TRUE(b.parameters()[i].device().is_cpu());
+    EXPECT_TRUE(torch::equal(a.parameters()[i], b.parameters()[i]));
+  }
+}
+
 void write_gz(const std::string& path, const std::vector<unsigned char>& bytes) {
   gzFile f = gzopen(path.c_str(), "wb");
   gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size()));

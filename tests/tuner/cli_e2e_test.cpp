@@ -243,6 +243,21 @@ checkpoint: {num_to_keep: 1}
                           std::filesystem::directory_iterator()), 1);
 }
 
+// A trial without GPUs hides them from its ranks (CUDA_VISIBLE_DEVICES=""),
+// so a CUDA build of a trainable does not take a GPU given to another trial.
+TEST(CliMpi, RanksOfATrialWithoutGpusSeeNone) {
+  TempDir dir;
+  const std::string sweep = "name: nogpu\ntrainable: synthetic\nmetric: loss\nmode: min\nnum_samples: 1\n"
+                            "resources: {workers: 2}\nparam_space:\n  iterations: 1\n  record_env: " +
+                            dir.file("env") + "\n";
+  auto run = run_tune("run " + dir.write("g.yaml", sweep) + " --storage " + dir.file("store") + " --quiet --slots 2");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  for (int rank = 0; rank < 2; ++rank) {
+    std::ifstream in(dir.file("env/trial_0_rank_" + std::to_string(rank) + ".txt"));
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_NE(text.find("CUDA_VISIBLE_DEVICES=\n"), std::string::npos) << text;
+  }
+
 const char* kSlow = R"(trainable: synthetic
 metric: loss
 mode: min
@@ -360,7 +375,11 @@ param_space:
 
 TEST(CliResume, ASecondDriverIsRefusedWhileTheFirstRunsAndTakesOverOnceItIsDead) {
   TempDir dir;
-  std::string file = dir.write("slow.yaml", kSlow);
+  // Slower than kSlow: the first driver must still run when the second
+  // starts, even on a loaded machine (about 10 s of trials).
+  std::string text = kSlow;
+  text.replace(text.find("sleep_s: 0.1"), 12, "sleep_s: 0.3");
+  std::string file = dir.write("slow.yaml", text);
   std::string storage = dir.file("store");
   int pid = start_in_background("run " + file + " --name one --storage " + storage + " --quiet", dir);
   ASSERT_GT(pid, 0);

@@ -161,10 +161,25 @@ TEST(Hosts, ExpandHostlistExpandsRangesKeepingZeroPadding) {
   EXPECT_EQ(expand_hostlist("rack-1.example[0-1]"), (Names{"rack-1.example0", "rack-1.example1"}));
 }
 
+// Text after the brackets, and several bracket groups in one name (Slurm
+// writes both: "node[1-2]-ib", "rack[1-2]-n[01-02]").
+TEST(Hosts, ExpandHostlistKeepsSuffixesAndExpandsEveryBracketGroup) {
+  EXPECT_EQ(expand_hostlist("node[1-2]-ib"), (Names{"node1-ib", "node2-ib"}));
+  EXPECT_EQ(expand_hostlist("rack[1-2]-n[01-02]"), (Names{"rack1-n01", "rack1-n02", "rack2-n01", "rack2-n02"}));
+  EXPECT_EQ(expand_hostlist("a[1,3]b[7],c[0-1].ib,d"), (Names{"a1b7", "a3b7", "c0.ib", "c1.ib", "d"}));
+  EXPECT_EQ(expand_hostlist("x[9-10]y"), (Names{"x9y", "x10y"}));
+}
+
+TEST(Hosts, ExpandHostlistIsBounded) {
+  EXPECT_EQ(expand_hostlist("n[0-99]m[0-99]").size(), 10000u);
+  const std::string message = config_error([&] { expand_hostlist("n[0-999]m[0-999]"); });
+  EXPECT_NE(message.find("n[0-999]m[0-999]"), std::string::npos) << message;
+}
+
 TEST(Hosts, MalformedHostlistIsAConfigError) {
   for (const std::string list : {"node[1-3", "node[3-1]", "node[a-b]", "node[1-]", "node[-3]", "node[1-2-3]",
                                  "node[1,,2]", "node[1-x],b", "node[]",
-                                 "a,node[]"}) {
+                                 "a,node[]", "node[1,]", "a,,b", "a,", "", "node1]", "node[1[2]]", "n[1]-[2"}) {
     SCOPED_TRACE(list);
     const std::string message = config_error([&] { expand_hostlist(list); });
     EXPECT_NE(message.find(list), std::string::npos) << message;

@@ -23,6 +23,22 @@ bool mpi_active(MPI_Comm comm) {
 }
 }  // namespace
 
+torch::Device training_device(const Json& config) {
+  std::string want = "auto";
+  if (config.is_object() && config.contains("device")) {
+    if (!config["device"].is_string()) throw std::invalid_argument("config 'device' must be auto, cpu or cuda");
+    want = config["device"].get<std::string>();
+  }
+  if (want == "cpu") return torch::kCPU;
+  if (want != "auto" && want != "cuda")
+    throw std::invalid_argument("config 'device' must be auto, cpu or cuda, got '" + want + "'");
+  // The rank sees only its own GPUs (CUDA_VISIBLE_DEVICES): device 0 is its first.
+  if (torch::cuda::is_available()) return torch::Device(torch::kCUDA, 0);
+  if (want == "cuda")
+    throw std::invalid_argument("config 'device: cuda', but this libtorch build has no CUDA or no GPU is visible");
+  return torch::kCPU;
+}
+
 int rank_of(MPI_Comm comm) {
   if (!mpi_active(comm)) return 0;
   int rank = 0;
@@ -46,9 +62,9 @@ double seconds_since(Clock::time_point start) {
 }
 
 void check_float(const torch::Tensor& t, const char* what) {
-  if (t.scalar_type() != torch::kFloat32 || !t.device().is_cpu()) {
-    throw std::runtime_error(std::string("tune::torch_dp: ") + what + " must be float32 CPU tensors, got " +
-                             std::string(c10::toString(t.scalar_type())));
+  if (t.scalar_type() != torch::kFloat32 || !(t.device().is_cpu() || t.device().is_cuda())) {
+    throw std::runtime_error(std::string("tune::torch_dp: ") + what + " must be float32 CPU or CUDA tensors, got " +
+                             std::string(c10::toString(t.scalar_type())) + " on " + t.device().str());
   }
 }
 
@@ -62,7 +78,8 @@ void broadcast_parameters(torch::nn::Module& module, MPI_Comm comm) {
   for (auto& b : module.buffers()) tensors.push_back(b);
   if (tensors.empty()) return;
   std::vector<torch::Tensor> flat_parts;
-  for (auto& t : tensors) flat_parts.push_back(t.detach().to(torch::kFloat64).reshape(-1));
+  // On the CPU: MPI reads host memory.
+  for (auto& t : tensors) flat_parts.push_back(t.detach().to(torch::kCPU, torch::kFloat64).reshape(-1));
   // float64 carries float32 and integer buffers (counters) exactly.
   torch::Tensor flat = torch::cat(flat_parts).contiguous();
   MPI_Bcast(flat.data_ptr<double>(), static_cast<int>(flat.numel()), MPI_DOUBLE, 0, comm);
@@ -88,7 +105,7 @@ void allreduce_gradients(torch::nn::Module& module, MPI_Comm comm) {
   if (grads.empty()) return;
   std::vector<torch::Tensor> parts;
   for (auto& g : grads) parts.push_back(g.reshape(-1));
-  torch::Tensor flat = torch::cat(parts).contiguous();
+  torch::Tensor flat = torch::cat(parts).to(torch::kCPU).contiguous();  // MPI reads host memory
   MPI_Allreduce(MPI_IN_PLACE, flat.data_ptr<float>(), static_cast<int>(flat.numel()), MPI_FLOAT, MPI_SUM, comm);
   flat.div_(static_cast<double>(size));
   int64_t offset = 0;
@@ -188,7 +205,7 @@ struct GradientSync::State {
       if (grad.defined()) {
         grad.view({-1}).copy_(averaged);
       } else {
-        grad = averaged.clone().view_as(slot.parameter);
+        grad = averaged.to(slot.parameter.device(), /*non_blocking=*/false, /*copy=*/true).view_as(slot.parameter);
       }
       slot.filled = false;
     }
@@ -237,7 +254,7 @@ GradientSync::GradientSync(torch::nn::Module& module, MPI_Comm comm, GradientSyn
   if (options.shared_memory) s.shared = internal::SharedMemoryAllreduce::acquire(comm, largest);
   for (int64_t n : bucket_sizes) {
     State::Bucket bucket;
-    bucket.flat = torch::zeros({n}, torch::kFloat32);
+    bucket.flat = torch::zeros({n}, torch::kFloat32);  // on the CPU even for CUDA models: MPI reads host memory
     s.buckets.push_back(bucket);
   }
   for (size_t i = 0; i < s.slots.size(); ++i) {
@@ -332,13 +349,14 @@ void save_checkpoint(const std::string& dir, torch::nn::Module& module, torch::o
   if (size_of(comm) > 1) MPI_Barrier(comm);
 }
 
-Json load_checkpoint(const std::string& dir, torch::nn::Module& module, torch::optim::Optimizer* optimizer) {
+Json load_checkpoint(const std::string& dir, torch::nn::Module& module, torch::optim::Optimizer* optimizer,
+                     std::optional<torch::Device> device) {
   auto load = [&](const std::string& name, auto&& into) {
     const std::string path = dir + "/" + name;
     if (!std::filesystem::exists(path)) throw std::runtime_error("checkpoint file missing: " + path);
     try {
       torch::serialize::InputArchive archive;
-      archive.load_from(path);
+      archive.load_from(path, device ? c10::optional<c10::Device>(*device) : c10::nullopt);
       into(archive);
     } catch (const c10::Error& e) {
       throw std::runtime_error("cannot load " + path + ": " + e.what_without_backtrace());

@@ -22,13 +22,15 @@
 //
 // Every function taking a communicator is collective: all ranks call it in
 // the same order. With MPI_COMM_NULL or a one-rank communicator they do no MPI
-// calls. Parameters and gradients must be float32 CPU tensors. Errors throw
+// calls. Parameters and gradients must be float32 tensors, on the CPU or a
+// CUDA device (they are staged through CPU buffers for MPI). Errors throw
 // std::runtime_error (torch::Error from libtorch); an MPI error aborts.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,6 +42,12 @@
 #include "trainer/torch/process.h"
 
 namespace tune::torch_dp {
+
+// The device a trainable trains on, from its config key `device`: "auto"
+// (default: this rank's GPU when the libtorch build has CUDA and a GPU is
+// visible, CUDA_VISIBLE_DEVICES being the rank's own, else the CPU), "cpu",
+// or "cuda" (an error without CUDA).
+torch::Device training_device(const Json& config);
 
 int rank_of(MPI_Comm comm);
 int size_of(MPI_Comm comm);
@@ -164,6 +172,9 @@ void save_checkpoint(const std::string& dir, torch::nn::Module& module, torch::o
 // Every rank loads the files written by save_checkpoint (the optimizer if
 // given) and returns state.json. Throws std::runtime_error naming the file
 // if one is missing or does not match the module.
-Json load_checkpoint(const std::string& dir, torch::nn::Module& module, torch::optim::Optimizer* optimizer = nullptr);
+// Tensors are loaded onto `device` (the module's device when training on a
+// GPU); without one, where they were saved from.
+Json load_checkpoint(const std::string& dir, torch::nn::Module& module, torch::optim::Optimizer* optimizer = nullptr,
+                     std::optional<torch::Device> device = std::nullopt);
 
 }  // namespace tune::torch_dp

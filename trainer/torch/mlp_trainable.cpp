@@ -67,11 +67,13 @@ void mlp_trainable(Session& session) {
 
   torch::manual_seed(static_cast<int64_t>(session.trial_index()) + 1);
   Mlp model(features, get<int64_t>(c, "width", 32), get<int64_t>(c, "layers", 1), classes);
+  const torch::Device device = torch_dp::training_device(c);
+  model->to(device);
   torch::optim::SGD optimizer(model->parameters(),
                               torch::optim::SGDOptions(get<double>(c, "lr", 0.05)).momentum(get<double>(c, "momentum", 0.9)));
   if (session.checkpoint()) {
-    torch::load(model, session.checkpoint()->path + "/model.pt");
-    torch::load(optimizer, session.checkpoint()->path + "/optimizer.pt");
+    torch::load(model, session.checkpoint()->path + "/model.pt", device);
+    torch::load(optimizer, session.checkpoint()->path + "/optimizer.pt", device);
   }
   torch_dp::broadcast_parameters(*model, comm);
 
@@ -82,8 +84,8 @@ void mlp_trainable(Session& session) {
     for (int64_t start = 0; start < index.size(0); start += batch) {
       torch::Tensor rows = index.slice(0, start, std::min<int64_t>(start + batch, index.size(0)));
       optimizer.zero_grad();
-      torch::Tensor loss = torch::nn::functional::cross_entropy(model->forward(train.x.index_select(0, rows)),
-                                                                train.y.index_select(0, rows));
+      torch::Tensor loss = torch::nn::functional::cross_entropy(model->forward(train.x.index_select(0, rows).to(device)),
+                                                                train.y.index_select(0, rows).to(device));
       loss.backward();
       torch_dp::allreduce_gradients(*model, comm);
       optimizer.step();
@@ -92,8 +94,8 @@ void mlp_trainable(Session& session) {
     model->eval();
     torch::NoGradGuard no_grad;
     const int64_t n = valid.x.size(0), begin = n * rank / size, end = n * (rank + 1) / size;
-    torch::Tensor logits = model->forward(valid.x.slice(0, begin, end));
-    torch::Tensor target = valid.y.slice(0, begin, end);
+    torch::Tensor logits = model->forward(valid.x.slice(0, begin, end).to(device));
+    torch::Tensor target = valid.y.slice(0, begin, end).to(device);
     double loss_sum = torch::nn::functional::cross_entropy(
                           logits, target, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
                           .item<double>();

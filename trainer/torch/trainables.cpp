@@ -87,10 +87,14 @@ void train_classifier(Session& session, const std::string& trainable, const Trai
   torch::manual_seed(static_cast<uint64_t>(seed));
   std::shared_ptr<Classifier> model = make_model(trainable, c);
   if (auto tabular = std::dynamic_pointer_cast<TabularNet>(model)) tabular->fit_normalization(data.train.features);
+  // The model lives on the device; batches move there as they are drawn.
+  const torch::Device device = training_device(c);
+  model->to(device);
   auto optimizer = make_optimizer(c, model->parameters());
   int64_t start_epoch = 0;
   if (session.checkpoint()) {
-    start_epoch = load_checkpoint(session.checkpoint()->path, *model, optimizer.get()).value("epoch", int64_t{0});
+    start_epoch =
+        load_checkpoint(session.checkpoint()->path, *model, optimizer.get(), device).value("epoch", int64_t{0});
   }
   auto sync = prepare_model(*model, comm);
   DistributedSampler sampler(data.train.size(), comm, static_cast<uint64_t>(seed));
@@ -110,8 +114,9 @@ void train_classifier(Session& session, const std::string& trainable, const Trai
     int64_t trained = 0;
     for (const auto& rows : sampler.batches(batch)) {
       optimizer->zero_grad();
-      torch::Tensor loss = torch::nn::functional::cross_entropy(model->forward(data.train.features.index_select(0, rows)),
-                                                                data.train.labels.index_select(0, rows));
+      torch::Tensor loss =
+          torch::nn::functional::cross_entropy(model->forward(data.train.features.index_select(0, rows).to(device)),
+                                               data.train.labels.index_select(0, rows).to(device));
       loss.backward();
       sync->synchronize();
       optimizer->step();
@@ -127,13 +132,13 @@ void train_classifier(Session& session, const std::string& trainable, const Trai
       const int64_t n = data.validation.size(), begin = n * rank / size, end = n * (rank + 1) / size;
       for (int64_t b = begin; b < end; b += kInferenceBatch) {
         data::Dataset part = data.validation.slice(b, std::min(end, b + kInferenceBatch));
-        torch::Tensor logits = model->forward(part.features);
+        torch::Tensor logits = model->forward(part.features.to(device)), labels = part.labels.to(device);
         metrics.add("val_loss",
                     torch::nn::functional::cross_entropy(
-                        logits, part.labels, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
+                        logits, labels, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
                         .item<double>(),
                     static_cast<double>(part.size()));
-        metrics.add("val_accuracy", logits.argmax(1).eq(part.labels).sum().item<double>(),
+        metrics.add("val_accuracy", logits.argmax(1).eq(labels).sum().item<double>(),
                     static_cast<double>(part.size()));
       }
     }

@@ -1,0 +1,95 @@
+// A sweep whose store's disk fills up: the driver stops with one clear line,
+// nothing it acknowledged is lost, and `tune resume` finishes once space is
+// back. The store lives on a small tmpfs mounted in a private mount namespace
+// (unshare -m: nothing outside the test sees it).
+#include <gtest/gtest.h>
+#include <SQLiteCpp/SQLiteCpp.h>
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <tuple>
+
+#include "test_util.h"
+
+namespace tune {
+namespace {
+
+using testing::run_command;
+using testing::TempDir;
+
+const char* kSweep = R"(name: full
+trainable: synthetic
+metric: loss
+mode: min
+num_samples: 40
+max_concurrent_trials: 2
+param_space:
+  x: {uniform: [1, 2]}
+  iterations: 200
+)";
+
+std::string read(const std::string& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// (trial index, attempt, iteration) -> metrics_json of every stored result.
+using Key = std::tuple<int, int, int>;
+std::map<Key, std::string> results_of(const std::string& db_path) {
+  SQLite::Database db(db_path, SQLite::OPEN_READONLY);
+  EXPECT_EQ(db.execAndGet("PRAGMA integrity_check").getString(), "ok") << db_path;
+  SQLite::Statement q(db, "SELECT t.trial_index, r.attempt, r.iteration, r.metrics_json FROM results r "
+                          "JOIN trials t ON t.id = r.trial_id");
+  std::map<Key, std::string> out;
+  while (q.executeStep()) {
+    out[{q.getColumn(0).getInt(), q.getColumn(1).getInt(), q.getColumn(2).getInt()}] = q.getColumn(3).getString();
+  }
+  return out;
+}
+
+TEST(DiskFull, TheDriverStopsCleanlyAndResumeFinishesOnceSpaceIsBack) {
+  TempDir dir;
+  const std::string sweep = dir.write("full.yaml", kSweep), mnt = dir.file("mnt");
+  const std::string script = "set -e; mkdir -p " + mnt + "; mount -t tmpfs -o size=600k tmpfs " + mnt + "; " +
+                             "set +e; " + TUNE_BINARY + " run " + sweep + " --storage " + mnt + "/store -q 2>" +
+                             dir.file("run.err") + "; echo $? >" + dir.file("run.rc") + "; set -e; " +
+                             "cp -r " + mnt + "/store " + dir.file("when_full") + "; " +
+                             "mount -o remount,size=64m " + mnt + "; set +e; " + TUNE_BINARY +
+                             " resume full --storage " + mnt + "/store -q 2>" + dir.file("resume.err") +
+                             "; echo $? >" + dir.file("resume.rc") + "; set -e; cp -r " + mnt + "/store " +
+                             dir.file("final");
+  auto r = run_command("timeout 120 unshare -m sh -c '" + script + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+
+  // The first run stopped with one line that says what happened and what to do.
+  EXPECT_EQ(read(dir.file("run.rc")), "1\n");
+  const std::string error = read(dir.file("run.err"));
+  EXPECT_EQ(std::count(error.begin(), error.end(), '\n'), 1) << error;
+  EXPECT_NE(error.find("is full"), std::string::npos) << error;
+  EXPECT_NE(error.find("tune resume full --storage " + mnt + "/store"), std::string::npos) << error;
+
+  // What it stored is consistent (each attempt's iterations from 1 without gaps) ...
+  const auto when_full = results_of(dir.file("when_full/tune.db"));
+  ASSERT_FALSE(when_full.empty());
+  EXPECT_LT(when_full.size(), 40u * 200u);  // the disk did fill before the end
+  for (const auto& [key, metrics] : when_full) {
+    const auto [trial, attempt, iteration] = key;
+    if (iteration > 1) EXPECT_TRUE(when_full.count({trial, attempt, iteration - 1})) << trial << "/" << iteration;
+  }
+
+  // ... and the resumed sweep finishes with every earlier result kept.
+  EXPECT_EQ(read(dir.file("resume.rc")), "0\n") << read(dir.file("resume.err"));
+  const auto final = results_of(dir.file("final/tune.db"));
+  for (const auto& [key, metrics] : when_full) {
+    auto it = final.find(key);
+    ASSERT_NE(it, final.end()) << std::get<0>(key) << "/" << std::get<2>(key);
+    EXPECT_EQ(it->second, metrics);
+  }
+  SQLite::Database db(dir.file("final/tune.db"), SQLite::OPEN_READONLY);
+  EXPECT_EQ(db.execAndGet("SELECT count(*) FROM trials WHERE status = 'TERMINATED'").getInt(), 40);
+  EXPECT_EQ(db.execAndGet("SELECT count(*) FROM trials WHERE last_iteration = 200").getInt(), 40);
+}
+
+}  // namespace
+}  // namespace tune
