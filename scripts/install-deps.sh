@@ -24,6 +24,8 @@ packages=(
   dataset-fashion-mnist
   # The HTML report's end-to-end tests render it in headless Chromium.
   chromium
+  # Sanitizer builds and libFuzzer targets (scripts/sanitize.sh, bench/run fuzz)
+  clang-14 libclang-rt-14-dev
 )
 if [ "${TUNE_WITH_PEERS:-0}" = 1 ]; then
   packages+=(python3-optuna python3-plotly python3-torch)

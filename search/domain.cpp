@@ -20,6 +20,8 @@ std::string bounds(double low, double high) { return "[" + num(low) + ", " + num
 
 bool is_whole(double v) { return std::isfinite(v) && v == std::floor(v); }
 
+constexpr double kMaxExactInt = 9007199254740992.0;  // 2^53
+
 // Number of decimals of q (0.1 -> 1, 0.25 -> 2, 5 -> 0), or -1 when q has no
 // short decimal form (e.g. 1/3).
 int decimals_of(double q) {
@@ -122,9 +124,16 @@ void Domain::validate() const {
         throw ConfigError(n + ": bounds must be finite, got " + bounds(low, high));
       if (kind == Kind::kInt && (!is_whole(low) || !is_whole(high)))
         throw ConfigError(n + ": bounds must be integers, got " + bounds(low, high));
+      // Bounds are held as doubles: integers beyond 2^53 are not exact (and
+      // 2^63 does not fit an int64 at all).
+      if (kind == Kind::kInt && (std::fabs(low) > kMaxExactInt || std::fabs(high) > kMaxExactInt))
+        throw ConfigError(n + ": bounds must be integers between -2^53 and 2^53 (9007199254740992), got " +
+                          bounds(low, high));
       if (log && low <= 0) throw ConfigError(n + ": bounds must be positive, got " + bounds(low, high));
       if (!(low < high))
         throw ConfigError(n + ": lower bound " + num(low) + " must be less than upper bound " + num(high));
+      if (!log && !std::isfinite(high - low))  // sampling computes high - low
+        throw ConfigError(n + ": the range " + bounds(low, high) + " is too wide (upper - lower overflows a double)");
       if (q < 0 || !std::isfinite(q)) throw ConfigError(n + ": q must be positive, got " + num(q));
       if (kind == Kind::kInt && q != 0 && (!is_whole(q) || q < 1))
         throw ConfigError(n + ": q must be a positive integer, got " + num(q));
@@ -283,6 +292,9 @@ std::vector<double> numeric_args(const Signature& sig, const Json& args) {
     if (!v.is_number()) fail(args.is_object() && v.is_null() ? " (missing argument)" : "");
     double d = v.get<double>();
     if (sig.integer && !is_whole(d)) fail(" (integers)");
+    if (sig.integer && std::fabs(d) > kMaxExactInt)  // before any cast to int64
+      throw ConfigError(std::string(sig.name) + ": arguments must be integers between -2^53 and 2^53 (9007199254740992), got " +
+                        args.dump());
     out.push_back(d);
   }
   return out;

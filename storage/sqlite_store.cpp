@@ -26,12 +26,28 @@ using namespace storage_internal;
 
 class SqliteStore final : public Store {
  public:
-  SqliteStore(const std::string& path, bool read_only)
-      : db_(path,
+  SqliteStore(const std::string& path, bool read_only, bool immutable = false)
+      : db_(immutable ? immutable_uri(path) : path,
             (read_only ? SQLite::OPEN_READONLY : SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE) |
-                SQLite::OPEN_NOMUTEX,
+                SQLite::OPEN_NOMUTEX | (immutable ? SQLite::OPEN_URI : 0),
             /*busy_timeout_ms=*/5000),
         read_only_(read_only) {}
+
+  // file:PATH?immutable=1, with the characters a URI path reserves escaped.
+  static std::string immutable_uri(const std::string& path) {
+    std::string uri = "file:";
+    for (const char c : path) {
+      if (c == '%' || c == '?' || c == '#') {
+        const char* hex = "0123456789ABCDEF";
+        uri += '%';
+        uri += hex[static_cast<unsigned char>(c) >> 4];
+        uri += hex[static_cast<unsigned char>(c) & 15];
+      } else {
+        uri += c;
+      }
+    }
+    return uri + "?immutable=1";
+  }
 
   SQLite::Database& db() { return db_; }
 
@@ -380,8 +396,10 @@ class SqliteStore final : public Store {
         e.iteration = s->getColumn(3).getInt64();
         e.donor_iteration = s->getColumn(4).getInt64();
         e.checkpoint_path = s->getColumn(5).getString();
-        e.old_config = Json::parse(s->getColumn(6).getString());
-        e.new_config = Json::parse(s->getColumn(7).getString());
+        // Malformed text is a tune::Error, as in every other JSON column
+        // (a raw Json::parse let nlohmann's parse_error escape).
+        e.old_config = json_column(s->getColumn(6), "exploits");
+        e.new_config = json_column(s->getColumn(7), "exploits");
         e.time = s->getColumn(8).getDouble();
         out.push_back(std::move(e));
       }
@@ -463,8 +481,8 @@ class SqliteStore final : public Store {
 
 namespace storage_internal {
 
-std::unique_ptr<Store> open_sqlite_store(const std::string& path, bool read_only) {
-  return std::make_unique<SqliteStore>(path, read_only);
+std::unique_ptr<Store> open_sqlite_store(const std::string& path, bool read_only, bool immutable) {
+  return std::make_unique<SqliteStore>(path, read_only, immutable);
 }
 
 SQLite::Database& raw_database(Store& store) {

@@ -2,6 +2,7 @@
 #include "storage/store.h"
 
 #include <SQLiteCpp/SQLiteCpp.h>
+#include <sqlite3.h>
 
 #include <filesystem>
 
@@ -38,13 +39,24 @@ std::unique_ptr<Store> Store::open(const std::string& dir, bool read_only, Durab
   } catch (const SQLite::Exception& e) {
     throw Error("cannot open " + path + ": " + e.what());
   }
-  SQLite::Database& db = raw_database(*store);
   int version;
   try {
-    version = user_version(db);  // the first read: a non-SQLite file fails here
+    try {
+      version = user_version(raw_database(*store));  // the first read: a non-SQLite file fails here
+    } catch (const SQLite::Exception& e) {
+      // A WAL store whose writer is gone (no -wal file) in a folder this
+      // process may not write: SQLite cannot create the -shm it reads through
+      // and says "attempt to write a readonly database". With no writer
+      // possible, reading the file as immutable is exact.
+      std::error_code ec;
+      if (!read_only || e.getErrorCode() != SQLITE_READONLY || fs::exists(path + "-wal", ec)) throw;
+      store = open_sqlite_store(path, true, /*immutable=*/true);
+      version = user_version(raw_database(*store));
+    }
   } catch (const SQLite::Exception& e) {
     throw Error(path + " is not a tune store: " + e.what());
   }
+  SQLite::Database& db = raw_database(*store);
   // Checked before anything is written, so a newer store is left untouched.
   if (version > kSchemaVersion) throw Error(newer_schema_message(dir, version));
   try {

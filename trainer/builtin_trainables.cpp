@@ -58,18 +58,25 @@ void hartmann6_trainable(Session& session) {
 //   iterations (10), sleep_s (0): per-report sleep, checkpoint (false): write a
 //   checkpoint file every report, fail_at (0 = never): fail at that iteration
 //   with fail_mode throw|exit|abort|nan, only while no checkpoint is restored
-//   when fail_once is true (default), so a retry succeeds. record_env (a
-//   directory): each rank writes the host and GPUs it was given there.
+//   when fail_once is true (default), so a retry succeeds. hang_at (0 =
+//   never): stop reporting before that iteration, as a deadlocked trainable
+//   does: sleep hang_s seconds (default: forever), only while no checkpoint
+//   is restored when hang_once is true (default); hang_rank (-1 = every rank):
+//   only that rank sleeps (with 0, the others wait for it inside report()).
+//   record_env (a directory): each rank writes the host and GPUs it was given
+//   there.
 // What a rank sees of its placement, for placement tests and debugging:
-// DIR/trial_<index>_rank_<rank>.txt holds its host name and GPUs.
+// DIR/trial_<index>_rank_<rank>.txt holds its host name, GPUs and pid, one
+// block appended per attempt.
 void record_environment(Session& session, const std::string& dir) {
   char host[256] = {0};
   ::gethostname(host, sizeof host - 1);
   const char* gpus = std::getenv("CUDA_VISIBLE_DEVICES");
   std::filesystem::create_directories(dir);
   std::ofstream(dir + "/trial_" + std::to_string(session.trial_index()) + "_rank_" + std::to_string(session.rank()) +
-                ".txt")
-      << "host=" << host << "\nCUDA_VISIBLE_DEVICES=" << (gpus ? gpus : "(unset)") << "\n";
+                    ".txt",
+                std::ios::app)
+      << "host=" << host << "\nCUDA_VISIBLE_DEVICES=" << (gpus ? gpus : "(unset)") << "\npid=" << ::getpid() << "\n";
 }
 
 void synthetic_trainable(Session& session) {
@@ -80,6 +87,10 @@ void synthetic_trainable(Session& session) {
   const int64_t fail_at = static_cast<int64_t>(number(c, "fail_at", 0));
   const std::string fail_mode = c.value("fail_mode", std::string("throw"));
   const bool fail_once = c.value("fail_once", true);
+  const int64_t hang_at = static_cast<int64_t>(number(c, "hang_at", 0));
+  const double hang_s = number(c, "hang_s", -1);
+  const bool hang_once = c.value("hang_once", true);
+  const int64_t hang_rank = static_cast<int64_t>(number(c, "hang_rank", -1));
   const double x = number(c, "x", 1.0);
   if (c.contains("record_env") && c["record_env"].is_string()) record_environment(session, c["record_env"]);
   double state = 0;
@@ -89,6 +100,12 @@ void synthetic_trainable(Session& session) {
   }
   for (int64_t i = session.iteration() + 1; i <= iterations; ++i) {
     if (sleep_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(sleep_s));
+    if (i == hang_at && (!hang_once || !session.checkpoint()) && (hang_rank < 0 || hang_rank == session.rank())) {
+      // A hang: nothing but the driver's result_timeout_s ends it.
+      const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(hang_s);
+      while (hang_s < 0 || std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
     if (i == fail_at && (!fail_once || !session.checkpoint())) {
       if (fail_mode == "exit") std::_Exit(3);
       if (fail_mode == "abort") std::abort();

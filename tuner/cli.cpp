@@ -14,11 +14,14 @@
 #include "tuner/progress.h"
 #include "tuner/sweep_spec.h"
 #include "tuner/session_base.h"
+#include "tuner/trial_filter.h"
 
 namespace tune::cli {
 namespace {
 
 using internal::format_value;
+using internal::matches;
+using internal::parse_filter;
 using internal::render_table;
 
 // Metrics the driver adds to every result; hidden from the trials table.
@@ -38,40 +41,6 @@ std::string time_text(double seconds) {
   char buffer[32];
   std::strftime(buffer, sizeof buffer, "%Y-%m-%d %H:%M:%S", std::localtime(&t));
   return buffer;
-}
-
-struct Filter {
-  std::string key, op;
-  std::string value;
-};
-
-Filter parse_filter(const std::string& text) {
-  static const char* ops[] = {"!=", ">=", "<=", "=", "<", ">"};
-  for (const char* op : ops) {
-    auto at = text.find(op);
-    if (at != std::string::npos && at > 0) return {text.substr(0, at), op, text.substr(at + std::string(op).size())};
-  }
-  throw ConfigError("bad --filter '" + text + "' (expected KEY=VALUE, KEY!=VALUE, KEY<NUMBER, KEY>=NUMBER...)");
-}
-
-bool matches(const Json& cell, const Filter& filter) {
-  if (cell.is_null()) return filter.op == "!=";
-  char* end = nullptr;
-  double wanted = std::strtod(filter.value.c_str(), &end);
-  bool numeric = end && *end == '\0' && !filter.value.empty() && cell.is_number();
-  if (numeric) {
-    double v = cell.get<double>();
-    if (filter.op == "=") return v == wanted;
-    if (filter.op == "!=") return v != wanted;
-    if (filter.op == "<") return v < wanted;
-    if (filter.op == ">") return v > wanted;
-    if (filter.op == "<=") return v <= wanted;
-    return v >= wanted;
-  }
-  std::string text = cell.is_string() ? cell.get<std::string>() : cell.dump();
-  if (filter.op == "=") return text == filter.value;
-  if (filter.op == "!=") return text != filter.value;
-  throw ConfigError("--filter " + filter.key + filter.op + filter.value + ": '" + filter.key + "' is not numeric");
 }
 
 // One row of `tune trials`: named cells as JSON values.
@@ -259,7 +228,7 @@ int list_trials(const QueryOptions& options, std::ostream& out) {
   auto store = open_store(options);
   ExperimentRecord experiment = find(*store, options);
   const std::string mode = experiment.mode.empty() ? "min" : experiment.mode;
-  std::vector<Filter> filters;
+  std::vector<internal::TrialFilter> filters;
   for (const auto& f : options.filters) filters.push_back(parse_filter(f));
 
   auto all_trials = store->trials(experiment.id);

@@ -406,7 +406,7 @@ void Driver::end_hung_trials(double now) {
     fail(trial, "no result for " + short_number(timeout) + " s (failure.result_timeout_s); the trial was stopped");
   }
   txn.commit();
-  for (const AttemptId& attempt : hung) executor_->cancel(attempt, "no result");
+  for (const AttemptId& attempt : hung) executor_->cancel(attempt, TrialExecutor::kCancelHung);
 }
 
 // Ctrl-C: running trials go back to PENDING (`tune resume` restarts them

@@ -99,7 +99,10 @@ class TrialExecutor {
   // Ends a running attempt now (hung, interrupted, time budget): best effort;
   // its kEnded/kFailed event still follows, unless the executor must abandon
   // it (a thread that never returns), in which case it reports kFailed at once.
+  // `reason` kCancelHung: the attempt reported nothing for
+  // failure.result_timeout_s; an executor need not wait for it to stop.
   virtual void cancel(const AttemptId& attempt, const std::string& reason) = 0;
+  static constexpr const char* kCancelHung = "no result";
   // Housekeeping on every turn of the driver's loop (launch failures...).
   virtual void poll() {}
   // Attempts started and not yet reported ended.

@@ -1,4 +1,6 @@
 // The `tune` command: run and resume sweeps, query the store.
+#include <cerrno>
+#include <cmath>
 #include <csignal>
 #include <filesystem>
 #include <cstdlib>
@@ -51,6 +53,17 @@ void on_signal(int) {
   if (tune::internal::g_interrupt_requests.fetch_add(1) >= 1) std::_Exit(130);
 }
 
+// --seed: 0 .. 2^64-1 (what search.seed accepts); "-1" is no seed.
+uint64_t parse_seed(const std::string& text) {
+  const bool digits = !text.empty() && text.size() <= 20 &&
+                      text.find_first_not_of("0123456789") == std::string::npos;
+  errno = 0;
+  const unsigned long long value = digits ? std::strtoull(text.c_str(), nullptr, 10) : 0;
+  if (!digits || errno == ERANGE)
+    throw tune::ConfigError("--seed must be an integer from 0 to 18446744073709551615, got '" + text + "'");
+  return value;
+}
+
 struct Parsed {
   po::variables_map vm;
   bool help = false;
@@ -74,10 +87,22 @@ Parsed parse(const std::string& command, const std::vector<std::string>& args, p
   return parsed;
 }
 
+// A stop threshold on a key no result of the sweep ever had stopped
+// nothing: most likely a misspelt metric.
+void warn_unused_stop_keys(const tune::ResultGrid& results, const std::vector<std::string>& keys) {
+  for (const std::string& key : keys) {
+    bool seen = false;
+    for (const auto& result : results.results()) seen = seen || (result.metrics.is_object() && result.metrics.contains(key));
+    if (!seen && results.size() > 0)
+      std::cerr << "tune: warning: no result had the metric '" << key << "' of stop." << key
+                << ", so it stopped no trial (is it misspelt?)\n";
+  }
+}
+
 int run_sweep(const std::string& command, const std::vector<std::string>& args) {
   std::string target, storage, name, durability, report, hostfile, interface;
   int slots = 0;
-  uint64_t seed = 0;
+  std::string seed;
   bool quiet = false;
   double interval = 5;
   po::options_description options("options");
@@ -107,6 +132,8 @@ int run_sweep(const std::string& command, const std::vector<std::string>& args) 
     throw tune::ConfigError("--durability must be normal or full, got '" + durability + "'");
   }
   if (slots < 0) throw tune::ConfigError("--slots must be >= 0");
+  if (!(interval > 0) || !std::isfinite(interval))
+    throw tune::ConfigError("--progress-interval must be a positive number of seconds (--quiet: no table)");
 
   tune::RunConfig run;
   run.storage_path = storage;
@@ -123,12 +150,14 @@ int run_sweep(const std::string& command, const std::vector<std::string>& args) 
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
   std::string experiment;
+  std::vector<std::string> stop_keys;  // metric thresholds, checked against the results at the end
   if (command == "run") {
     tune::internal::LoadedSweep loaded = tune::internal::read_sweep_file(target);
     if (parsed.vm.count("name")) loaded.spec.name = name;
-    if (parsed.vm.count("seed")) loaded.spec.search.seed = seed;
+    if (parsed.vm.count("seed")) loaded.spec.search.seed = parse_seed(seed);
     // Everything is checked before the store exists: a bad sweep creates nothing.
     auto sweep = tune::internal::prepare_sweep(std::move(loaded.spec), run, {}, nullptr, loaded.source.get(), false);
+    for (const auto& [key, threshold] : sweep.spec.stop.metric_thresholds) stop_keys.push_back(key);
     experiment = tune::internal::run_experiment(std::move(sweep), run, /*resume=*/false);
   } else {
     if (!tune::Store::exists(storage)) throw tune::NotFoundError("no tune store at " + storage);
@@ -137,6 +166,7 @@ int run_sweep(const std::string& command, const std::vector<std::string>& args) 
     tune::SweepSpec spec = tune::SweepSpec::from_json(restored->spec);
     spec.name = target;
     auto sweep = tune::internal::prepare_sweep(std::move(spec), run, {}, nullptr, nullptr, true);
+    for (const auto& [key, threshold] : sweep.spec.stop.metric_thresholds) stop_keys.push_back(key);
     experiment = tune::internal::run_experiment(std::move(sweep), run, /*resume=*/true);
   }
   if (tune::internal::g_interrupt_requests.load() > 0) return 130;
@@ -146,7 +176,16 @@ int run_sweep(const std::string& command, const std::vector<std::string>& args) 
               << results.num_errors() << " errored; query with `tune trials " << experiment << "` and `tune best "
               << experiment << "`\n";
   }
-  return results.size() > 0 && results.num_errors() == static_cast<int>(results.size()) ? 1 : 0;
+  if (results.size() > 0 && results.num_errors() == static_cast<int>(results.size())) {
+    // Said even with --quiet: exit status 1 alone explains nothing.
+    const std::string& error = results.results().front().error;
+    std::cerr << "tune: every trial of " << experiment << " failed (first error: "
+              << error.substr(0, error.find('\n')) << "); see `tune trials " << experiment << " --storage " << storage
+              << "`\n";
+    return 1;
+  }
+  warn_unused_stop_keys(results, stop_keys);
+  return 0;
 }
 
 int query(const std::string& command, const std::vector<std::string>& args) {
@@ -261,6 +300,8 @@ int main(int argc, char** argv) {
     if (command == "predict") return predict(args);
 #endif
     if (command == "trainables") {
+      po::options_description options("options");
+      if (parse(command, args, options).help) return 0;
       for (const auto& name : tune::trainable_names()) {
         std::cout << name << "\t" << tune::find_trainable(name)->info.description << "\n";
       }

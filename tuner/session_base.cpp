@@ -1,6 +1,10 @@
 #include "tuner/session_base.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 
 namespace tune::internal {
@@ -40,6 +44,17 @@ std::string trial_name(int64_t trial_index) {
   char buffer[32];
   std::snprintf(buffer, sizeof buffer, "trial_%05lld", static_cast<long long>(trial_index));
   return buffer;
+}
+
+void log_ack(const TrialStart& start, int64_t iteration, Verdict verdict) {
+  static const char* const path = std::getenv("TUNE_ACK_LOG");
+  if (!path || !*path) return;
+  const std::string line = start.experiment + " " + std::to_string(start.trial_index) + " " +
+                           std::to_string(iteration) + (verdict == Verdict::kContinue ? " c\n" : " s\n");
+  const int fd = ::open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) return;
+  (void)!::write(fd, line.data(), line.size());  // unbuffered: in the file once write returns
+  ::close(fd);
 }
 
 SessionBase::SessionBase(TrialStart start) : start_(std::move(start)), iteration_(start_.iteration) {}

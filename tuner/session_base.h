@@ -59,4 +59,11 @@ class SessionBase : public Session {
 
 std::string trial_name(int64_t trial_index);
 
+// Test hook (tests/torture): when TUNE_ACK_LOG=PATH is set, the process that
+// received the driver's verdict on a result (rank 0, or the in-process trial's
+// thread) appends "EXPERIMENT TRIAL_INDEX ITERATION c|s" (c: continue, s: stop)
+// to PATH right after it arrives, in one O_APPEND write, so a test can check
+// that every acknowledged result is in the store. Does nothing otherwise.
+void log_ack(const TrialStart& start, int64_t iteration, Verdict verdict);
+
 }  // namespace tune::internal

@@ -31,6 +31,32 @@ bool is_domain_name(const std::string& key) {
   return std::find(names.begin(), names.end(), key) != names.end();
 }
 
+// Names other tools give distributions (Ray, Optuna, Hyperopt, W&B, NNI),
+// each with tune's domain: a single-key mapping `{normal: [0, 1]}` is a
+// mistaken domain, not a nested constant.
+const std::vector<std::pair<std::string, std::string>>& foreign_domains() {
+  static const std::vector<std::pair<std::string, std::string>> names = {
+      {"normal", "randn"},           {"gaussian", "randn"},         {"qnormal", "qrandn"},
+      {"lognormal", "randn"},        {"qlognormal", "qrandn"},      {"log_normal", "randn"},
+      {"log_uniform", "loguniform"}, {"reciprocal", "loguniform"},  {"loguniform_int", "lograndint"},
+      {"int_uniform", "randint"},    {"uniform_int", "randint"},    {"randrange", "randint"},
+      {"int", "randint"},            {"integer", "randint"},        {"float", "uniform"},
+      {"categorical", "choice"},     {"discrete", "choice"},        {"choices", "choice"},
+      {"sample_from", "choice"},     {"q_uniform", "quniform"},     {"q_loguniform", "qloguniform"},
+      {"q_log_uniform", "qloguniform"}};
+  return names;
+}
+
+// " (did you mean 'X'?)" when `kind` looks like a domain tune does not have:
+// close to one of its names, or another tool's name for one.
+std::string unknown_domain_hint(const std::string& kind) {
+  std::string hint = did_you_mean(kind, domain_names());
+  if (!hint.empty()) return hint;
+  for (const auto& [foreign, ours] : foreign_domains())
+    if (kind == foreign) return " (did you mean '" + ours + "'?)";
+  return "";
+}
+
 bool is_min_max(const std::string& s) { return s == "min" || s == "max"; }
 
 OptionStyle written_style(const std::string& section) {
@@ -77,7 +103,7 @@ void read_space(SearchSpace& space, const OrderedJson& node, const std::string& 
           space.add(path, std::move(domain));
           continue;
         }
-        const std::string hint = did_you_mean(kind, domain_names());
+        const std::string hint = unknown_domain_hint(kind);
         if (!hint.empty() && args.is_array())
           throw ConfigError::at_key(at + "." + kind, "unknown domain '" + kind + "' for parameter '" + path + "'" + hint);
       }

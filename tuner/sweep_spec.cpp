@@ -2,6 +2,7 @@
 // public entry points that read sweep files.
 #include "tuner/sweep_spec.h"
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -23,6 +24,29 @@ void require(bool ok, const std::string& key_path, const std::string& message) {
 
 bool starts_path(const std::string& prefix, const std::string& path) {
   return path.size() > prefix.size() && path.compare(0, prefix.size(), prefix) == 0 && path[prefix.size()] == '.';
+}
+
+// What a stop key may name besides the metrics a trainable reports: the
+// attributes the driver adds to every result, and the sweep-wide budget.
+const std::vector<std::string>& stop_attributes() {
+  static const std::vector<std::string> names = {"training_iteration", "time_total_s", "time_this_iter_s",
+                                                 "time_budget_s", "timestamp"};
+  return names;
+}
+
+// A stop key other than training_iteration and time_budget_s is a metric
+// threshold; one that is a near miss of an attribute or of the sweep's
+// metric (`training_iteraton`) is a typo that would never stop a trial.
+void check_stop_key(const SweepSpec& spec, const std::string& key) {
+  if (key == spec.metric) return;
+  const auto& attributes = stop_attributes();
+  if (std::find(attributes.begin(), attributes.end(), key) != attributes.end()) return;
+  std::vector<std::string> known = attributes;
+  if (!spec.metric.empty()) known.push_back(spec.metric);
+  const std::string hint = did_you_mean(key, known);
+  if (!hint.empty())
+    throw ConfigError::at_key("stop." + key, "unknown stop key '" + key + "'" + hint +
+                                                 "; other keys are thresholds on metrics the trainable reports");
 }
 
 // The rules on single fields: cheap, so they come first.
@@ -50,8 +74,10 @@ void check_fields(const SweepSpec& spec) {
           "stop.training_iteration must be a positive integer");
   require(!spec.stop.time_budget_s || (*spec.stop.time_budget_s > 0 && std::isfinite(*spec.stop.time_budget_s)),
           "stop.time_budget_s", "stop.time_budget_s must be a positive number");
-  for (const auto& [key, value] : spec.stop.metric_thresholds)
+  for (const auto& [key, value] : spec.stop.metric_thresholds) {
     require(std::isfinite(value), "stop." + key, "stop." + key + " must be a number");
+    check_stop_key(spec, key);
+  }
   require(spec.checkpoint.num_to_keep >= 0, "checkpoint.num_to_keep",
           "checkpoint.num_to_keep must be a non-negative integer, got " + std::to_string(spec.checkpoint.num_to_keep));
   require(spec.checkpoint.score_order.empty() || is_min_max(spec.checkpoint.score_order), "checkpoint.score_order",

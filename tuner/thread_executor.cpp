@@ -72,7 +72,9 @@ class InProcessSession : public SessionBase {
     event.checkpoint = checkpoint_dir;
     event.reply = [decided](Verdict v) { decided->set_value(v); };
     if (!core_->push(std::move(event))) return Verdict::kStop;
-    return verdict.get();  // a driver gone without answering breaks the promise: an error
+    const Verdict answer = verdict.get();  // a driver gone without answering breaks the promise: an error
+    log_ack(start_, iteration_ + 1, answer);
+    return answer;
   }
 
  private:
@@ -159,7 +161,7 @@ void ThreadExecutor::start(const AttemptId& attempt, TrialStart trial, const Pla
   core_->wake.notify_one();
 }
 
-void ThreadExecutor::cancel(const AttemptId& attempt, const std::string&) {
+void ThreadExecutor::cancel(const AttemptId& attempt, const std::string& reason) {
   std::lock_guard<std::mutex> lock(core_->mutex);
   auto it = core_->live.find(attempt);
   if (it == core_->live.end()) return;
@@ -175,6 +177,9 @@ void ThreadExecutor::cancel(const AttemptId& attempt, const std::string&) {
     return;
   }
   if (!job->cancelled.exchange(true)) job->cancelled_at = core_->clock->now();
+  // Silent for the whole result timeout: no reason to expect a report within
+  // the grace; the next poll() abandons it (a report it still makes is stopped).
+  if (reason == kCancelHung) job->cancelled_at = core_->clock->now() - core_->stop_grace_s;
 }
 
 void ThreadExecutor::poll() {

@@ -6,8 +6,8 @@
 // trainables with one worker.
 //
 // cancel() makes the attempt's next report() stop it; an attempt that does
-// not end within `stop_grace_s` of its cancel (a trainable stuck in a loop)
-// is abandoned: reported kFailed at once, its thread left to finish alone and
+// not end within `stop_grace_s` of its cancel (a trainable stuck in a loop;
+// at once when cancelled as hung, kCancelHung) is abandoned: reported kFailed at once, its thread left to finish alone and
 // never joined. Abandoned threads hold only shared state, so the executor and
 // the driver may go away before they do.
 #pragma once

@@ -1,8 +1,10 @@
 #include "tuner/worker.h"
 
 #include <mpi.h>
+#include <poll.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -121,6 +123,7 @@ class WorkerSession : public SessionBase {
       auto reply = frame ? decode_down(*frame) : std::nullopt;
       if (!reply || !std::holds_alternative<VerdictMessage>(*reply)) std::_Exit(70);
       verdict = std::get<VerdictMessage>(*reply).verdict == Verdict::kContinue ? "c" : "s";
+      log_ack(start_, iteration_ + 1, std::get<VerdictMessage>(*reply).verdict);
       std::error_code ec;
       if (stream) fs::remove_all(checkpoint_dir, ec);  // the driver has it now
     }
@@ -191,6 +194,47 @@ void select_rank_gpus() {
   if (r < per_rank.size()) ::setenv("CUDA_VISIBLE_DEVICES", per_rank[r].c_str(), 1);
 }
 
+namespace {
+
+// Rank 0 watches its driver connection while a trial runs: if the driver
+// dies (kill -9, a lost host), the group must not train on until its next
+// report, possibly beside the group a `tune resume` started for the same
+// trial and over that trial's checkpoint directory. Exiting without
+// MPI_Finalize makes mpirun end every rank of the group. Between trials a
+// closed connection is the driver's normal "shut down", read by the main
+// thread.
+class DriverWatch {
+ public:
+  explicit DriverWatch(int fd) : fd_(fd) {
+    if (fd_ >= 0) thread_ = std::thread([this] { watch(); });
+  }
+  ~DriverWatch() { stop(); }
+  void stop() {
+    done_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  void set_in_trial(bool in_trial) { in_trial_ = in_trial; }
+
+ private:
+  void watch() {
+    bool gone = false;
+    while (!done_) {
+      pollfd p{fd_, POLLRDHUP, 0};
+      if (!gone && ::poll(&p, 1, 100) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR))) gone = true;
+      if (gone && in_trial_) {
+        std::cerr << "tune worker: the driver is gone; ending the group\n";
+        std::_Exit(73);
+      }
+      if (gone) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  int fd_;
+  std::atomic<bool> done_{false}, in_trial_{false};
+  std::thread thread_;
+};
+
+}  // namespace
+
 void run_worker() {
   int provided = 0, argc = 0;
   char** argv = nullptr;
@@ -210,6 +254,7 @@ void run_worker() {
     send_message(fd, encode(UpMessage{HelloMessage{std::atoi(group ? group : "0"), static_cast<int>(getpid()), ranks.size}}));
   }
 
+  DriverWatch watch(fd);
   while (true) {
     const std::string text = broadcast(MPI_COMM_WORLD, ranks.rank, ranks.rank == 0 ? next_command(fd) : "");
     auto command = decode_down(Json::parse(text, nullptr, false));
@@ -228,6 +273,7 @@ void run_worker() {
       outcome = ErrorMessage{"unknown trainable '" + start.trainable + "' in worker"};
     } else {
       WorkerSession session(start, fd, ranks);
+      watch.set_in_trial(true);
       try {
         trainable->function(session);
       } catch (const TrialStopped&) {
@@ -240,6 +286,7 @@ void run_worker() {
         fatal = ranks.size > 1;
       }
     }
+    watch.set_in_trial(false);
     if (fatal) {
       // Other ranks may be blocked in a collective with this one; the only
       // clean way out is to end the group. The driver starts a fresh one.
@@ -254,6 +301,7 @@ void run_worker() {
     }
     if (ranks.rank == 0 && !send_message(fd, encode(outcome))) break;
   }
+  watch.stop();  // before its descriptor closes
   if (fd >= 0) ::close(fd);
   MPI_Finalize();
   std::_Exit(0);

@@ -109,8 +109,8 @@ bool valid_utf8(const std::string& s) {
 // Builds the document from parser events. A frame per open mapping or list.
 class Builder : public YAML::EventHandler {
  public:
-  Builder(std::string file, const YamlLimits& limits, YamlDocument& doc)
-      : file_(std::move(file)), limits_(limits), doc_(doc) {}
+  Builder(std::string file, const YamlLimits& limits, YamlDocument& doc, const std::string& text)
+      : file_(std::move(file)), limits_(limits), doc_(doc), text_(text) {}
 
   bool started() const { return started_; }
   int document_line() const { return document_line_; }
@@ -145,6 +145,10 @@ class Builder : public YAML::EventHandler {
                 const std::string& value) override {
     const int line = line_of(mark);
     if (!valid_utf8(value)) fail(line, "text is not valid UTF-8");
+    // yaml-cpp ends a quoted scalar left open at the end of the file there,
+    // swallowing the keys after it: an error at the quote's line instead.
+    if (tag == "!" && !mark.is_null() && !quote_closed(static_cast<size_t>(mark.pos)))
+      fail(line, "unterminated quoted string (no closing quote before the end of the file)");
     budget(line, 1);
     Node node{OrderedJson(nullptr), line, anchor, 1};
     node.quoted = tag == "!" || tag == "tag:yaml.org,2002:str";
@@ -199,6 +203,25 @@ class Builder : public YAML::EventHandler {
   };
 
   [[noreturn]] void fail(int line, const std::string& message) const { throw ConfigError(file_, line, message); }
+  // Whether the quoted scalar whose opening quote is at `pos` of the text is
+  // closed ('' in single quotes and \" in double quotes are no ends).
+  bool quote_closed(size_t pos) const {
+    if (pos >= text_.size() || (text_[pos] != '"' && text_[pos] != '\'')) return true;  // not where we think
+    const char quote = text_[pos];
+    for (size_t i = pos + 1; i < text_.size(); ++i) {
+      if (quote == '"' && text_[i] == '\\') {
+        ++i;
+      } else if (text_[i] == quote) {
+        if (quote == '\'' && i + 1 < text_.size() && text_[i + 1] == '\'') {
+          ++i;
+        } else {
+          return true;
+        }
+      }
+    }
+    return false;
+  }
+
   static int line_of(const YAML::Mark& mark) { return mark.is_null() ? 0 : mark.line + 1; }
 
   std::string anchor_name(YAML::anchor_t anchor) const {
@@ -325,6 +348,7 @@ class Builder : public YAML::EventHandler {
   std::string file_;
   const YamlLimits& limits_;
   YamlDocument& doc_;
+  const std::string& text_;  // the whole file, for quote_closed
   std::vector<Frame> frames_;
   std::map<YAML::anchor_t, Anchored> anchors_;
   std::map<YAML::anchor_t, std::string> names_;
@@ -355,10 +379,10 @@ YamlDocument parse_yaml_document(const std::string& text, const std::string& fil
   std::istringstream in(text);
   try {
     YAML::Parser parser(in);
-    Builder builder(file, limits, doc);
+    Builder builder(file, limits, doc, text);
     parser.HandleNextDocument(builder);
     YamlDocument rest;
-    Builder second(file, limits, rest);
+    Builder second(file, limits, rest, text);
     if (parser.HandleNextDocument(second) && !rest.root.is_null())
       throw ConfigError(file, second.document_line(),
                         "a sweep file holds one YAML document; a second one starts here");

@@ -12,7 +12,9 @@
 namespace tune::storage_internal {
 
 // Opens the connection only (busy_timeout set); Store::open does the rest.
-std::unique_ptr<Store> open_sqlite_store(const std::string& path, bool read_only);
+// `immutable` (read-only only): SQLite's immutable=1, for a WAL database no
+// writer has open in a folder this process cannot write (no -shm to create).
+std::unique_ptr<Store> open_sqlite_store(const std::string& path, bool read_only, bool immutable = false);
 
 // Throws tune::Error if `store` was not made by Store::open.
 SQLite::Database& raw_database(Store& store);

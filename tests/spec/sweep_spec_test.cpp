@@ -227,6 +227,43 @@ TEST(SweepSpecErrors, DomainErrorsCarryTheParameterLine) {
   EXPECT_EQ(error_of(head + "  a: {uniform: [0, 2]}\n"), "sweep.yaml:4: duplicate key 'a'");
 }
 
+TEST(SweepSpecErrors, DomainBoundsOutsideWhatADoubleHoldsAreRefused) {
+  const std::string head = "trainable: t\nparam_space:\n";
+  // 2^63 - 1 once printed as its int64 cast, -9223372036854775808.
+  EXPECT_EQ(error_of(head + "  n: {randint: [0, 9223372036854775807]}\n"),
+            "sweep.yaml:3: parameter 'n': randint: arguments must be integers between -2^53 and 2^53 "
+            "(9007199254740992), got [0,9223372036854775807]");
+  EXPECT_EQ(error_of(head + "  n: {randint: [-9007199254740992, 9007199254740992]}\n"), "no error");
+  // high - low overflows: every sample was exactly 1e308.
+  EXPECT_EQ(error_of(head + "  x: {uniform: [-1.0e308, 1.0e308]}\n"),
+            "sweep.yaml:3: parameter 'x': uniform: the range [-1e+308, 1e+308] is too wide (upper - lower overflows "
+            "a double)");
+  EXPECT_EQ(error_of(head + "  x: {uniform: [-1.0e307, 1.0e307]}\n"), "no error");
+}
+
+TEST(SweepSpecErrors, AStopKeyCloseToAnAttributeOrTheMetricIsATypo) {
+  EXPECT_EQ(error_of(with("stop: {training_iteraton: 2}\n")),
+            "sweep.yaml:3: unknown stop key 'training_iteraton' (did you mean 'training_iteration'?); other keys are "
+            "thresholds on metrics the trainable reports");
+  EXPECT_EQ(error_of(with("metric: accuracy\nmode: max\nstop:\n  acuracy: 0.9\n")),
+            "sweep.yaml:6: unknown stop key 'acuracy' (did you mean 'accuracy'?); other keys are thresholds on metrics "
+            "the trainable reports");
+  EXPECT_EQ(error_of(with("stop: {time_total_s: 60, mean_accuracy: 0.9}\n")), "no error");
+  EXPECT_EQ(error_of(with("metric: loss\nmode: min\nstop: {loss: 0.1}\n")), "no error");
+}
+
+TEST(SweepSpecErrors, AMappingNamedLikeAnotherToolsDomainIsAnError) {
+  const std::string head = "trainable: t\nparam_space:\n  a: {uniform: [0, 1]}\n";
+  EXPECT_EQ(error_of(head + "  w: {normal: [0, 1]}\n"),
+            "sweep.yaml:4: unknown domain 'normal' for parameter 'w' (did you mean 'randn'?)");
+  EXPECT_EQ(error_of(head + "  opt: {categorical: [sgd, adam]}\n"),
+            "sweep.yaml:4: unknown domain 'categorical' for parameter 'opt' (did you mean 'choice'?)");
+  // Nesting that merely holds a list stays a constant.
+  SweepSpec spec = parse_sweep(head + "  model: {layers: [64, 32]}\n", "sweep.yaml");
+  ASSERT_EQ(spec.param_space.constants().size(), 1u);
+  EXPECT_EQ(spec.param_space.constants()[0].first, "model.layers");
+}
+
 TEST(SweepSpecErrors, PointsToEvaluateMustBeMappingsOfKnownParameters) {
   const std::string head = "trainable: t\nparam_space: {x0: {uniform: [0, 1]}, x1: {uniform: [0, 1]}, b: {d: 1}}\n";
   EXPECT_EQ(error_of(head + "points_to_evaluate: {x0: 1}\n"),
@@ -426,6 +463,16 @@ TEST(SweepSpecYaml, DeepNestingAndSecondDocumentsAndBadUtf8AreOneLineErrors) {
   EXPECT_EQ(error_of("trainable: t\nparam_space: {}\n---\ntrainable: u\n"),
             "sweep.yaml:3: a sweep file holds one YAML document; a second one starts here");
   EXPECT_EQ(error_of("trainable: t\nparam_space: {}\nname: \"caf\xe9\"\n"), "sweep.yaml:3: text is not valid UTF-8");
+}
+
+TEST(SweepSpecYaml, AnUnterminatedQuoteIsReportedAtItsLine) {
+  // yaml-cpp let the string run to the end of the file: "missing required key
+  // 'param_space'" or a bad name, never the quote's line.
+  EXPECT_EQ(error_of("trainable: t\nparam_space: {}\nname: \"open\nmetric: loss\nmode: min\n"),
+            "sweep.yaml:3: unterminated quoted string (no closing quote before the end of the file)");
+  EXPECT_EQ(error_of("trainable: t\nname: 'it''s\nparam_space: {}\n"),
+            "sweep.yaml:2: unterminated quoted string (no closing quote before the end of the file)");
+  EXPECT_EQ(error_of("trainable: t\nname: \"a \\\" b\"\nparam_space: {x: 'it''s'}\n"), "no error");
 }
 
 TEST(SweepSpecYaml, ManyKeysParseInLinearTime) {

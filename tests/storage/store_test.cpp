@@ -186,6 +186,20 @@ TEST_F(StoreTrials, ExploitsRecordTheLineage) {
   EXPECT_DOUBLE_EQ(lineage[0].time, 12.5);
 }
 
+// Found by tests/fuzz (store_json): a malformed exploit config escaped as
+// nlohmann's parse_error instead of the store's one-line tune::Error.
+TEST_F(StoreTrials, MalformedExploitConfigIsAStoreError) {
+  int64_t a = store->add_trial(exp_id, 0, {{"lr", 0.1}});
+  ExploitRecord e;
+  e.trial_id = a;
+  e.donor_trial_id = a;
+  e.old_config = e.new_config = {{"lr", 0.1}};
+  store->add_exploit(e);
+  SQLite::Database db(Store::database_path(dir.path()), SQLite::OPEN_READWRITE);
+  db.exec("UPDATE exploits SET new_config_json = '{\"lr\":\xff}'");
+  EXPECT_THROW(store->exploits(exp_id), Error);
+}
+
 TEST_F(StoreTrials, StatusesCountAttemptsAndStampTimes) {
   int64_t id = store->add_trial(exp_id, 0, Json::object());
   store->set_trial_status(id, kRunning, 10.0);

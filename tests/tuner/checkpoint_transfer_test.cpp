@@ -372,7 +372,8 @@ TEST(CheckpointTransfer, ForgedFramesAreCheckedAgainstTheChecksum) {
   expect_nothing_left(target);
 
   // A frame longer than what is left of the file, or an empty frame.
-  error = receive_forged(files, target, [&](int fd) { send_bytes(fd, a.data(), a.size() + b.size()); });
+  const std::string both = a + b;  // (a's bytes then b's: reading past `a` was out of bounds)
+  error = receive_forged(files, target, [&](int fd) { send_bytes(fd, both.data(), both.size()); });
   EXPECT_NE(error.find("a.bin"), std::string::npos) << error;
   expect_nothing_left(target);
   error = receive_forged(files, target, [&](int fd) { send_bytes(fd, a.data(), 0); });

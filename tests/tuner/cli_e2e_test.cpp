@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "storage/store.h"
+#include "tuner/sweep_spec.h"
 #include "test_util.h"
 
 namespace tune {
@@ -134,7 +135,119 @@ INSTANTIATE_TEST_SUITE_P(
         BadSweep{"trainable: branin\nparam_space:\n  x: {choice: []}\n", "bad.yaml:3:"},
         BadSweep{"trainable: branin\nresources: {workers: 64}\nparam_space: {}\n", "slots"},
         BadSweep{"trainable: branin\ndata: {path: x.csv}\nparam_space: {}\n",
-                 "trainable 'branin' takes no data: or preprocess: block"}));
+                 "trainable 'branin' takes no data: or preprocess: block"},
+        // Issue 15, item 5: each a one-line error at its line, exit 2.
+        BadSweep{"trainable: branin\nname: \"caf\xe9\"\nparam_space: {}\n", "bad.yaml:2: text is not valid UTF-8"},
+        BadSweep{"trainable: branin\nparam_space:\n  n: {randint: [0, 9223372036854775807]}\n",
+                 "bad.yaml:3: parameter 'n': randint: arguments must be integers between -2^53 and 2^53"},
+        BadSweep{"trainable: branin\nparam_space:\n  x0: {uniform: [-1.0e308, 1.0e308]}\n", "bad.yaml:3:"},
+        BadSweep{"trainable: branin\nstop: {training_iteraton: 2}\nparam_space: {}\n",
+                 "bad.yaml:2: unknown stop key 'training_iteraton' (did you mean 'training_iteration'?)"},
+        BadSweep{"trainable: branin\nparam_space:\n  x0: {normal: [0, 1]}\n",
+                 "bad.yaml:3: unknown domain 'normal' for parameter 'x0' (did you mean 'randn'?)"},
+        BadSweep{"name: run\ntrainable: branni\nparam_space: {}\n", "bad.yaml:2: unknown trainable 'branni'"},
+        BadSweep{"name: ../up\ntrainable: branin\nparam_space: {}\n", "bad.yaml:1: invalid experiment name '../up'"},
+        BadSweep{"trainable: branin\nresources: {workers: 64}\nparam_space: {}\n", "bad.yaml:2: a trial needs 64 slots"},
+        BadSweep{"trainable: branin\nparam_space: {}\n---\ntrainable: hartmann6\n", "bad.yaml:3: a sweep file holds one"},
+        BadSweep{"trainable: branin\nparam_space: {}\nname: \"open\nmetric: loss\n", "bad.yaml:3:"}));
+
+// Deep nesting (the document's depth bound), in both YAML styles.
+TEST(CliBadInputFile, NestingDeeperThanTheBoundIsALineError) {
+  TempDir dir;
+  std::string block = "trainable: branin\nparam_space: {}\nx-deep:\n";
+  for (int depth = 1; depth <= 600; ++depth) block += std::string(2 * depth, ' ') + "k:\n";
+  for (const std::string& text : std::vector<std::string>{block, "trainable: branin\nparam_space: {}\nx-deep: " + std::string(600, '[') + std::string(600, ']') + "\n"}) {
+    auto result = run_tune("run " + dir.write("deep.yaml", text) + " --storage " + dir.file("store") + " --quiet");
+    EXPECT_EQ(result.exit_code, 2);
+    EXPECT_NE(result.err.find("deep.yaml:"), std::string::npos) << result.err;
+    EXPECT_NE(result.err.find("nesting deeper than 64 levels"), std::string::npos) << result.err;
+    EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1) << result.err;
+  }
+}
+
+// A device or a huge file is refused before it is read whole.
+TEST(CliBadInputFile, ANonRegularOrHugeFileIsRefused) {
+  TempDir dir;
+  auto zero = run_tune("run /dev/zero --storage " + dir.file("store"));
+  EXPECT_EQ(zero.exit_code, 2) << zero.err;
+  EXPECT_NE(zero.err.find("/dev/zero: file is larger than 16 MiB"), std::string::npos) << zero.err;
+  auto folder = run_tune("run " + dir.path() + " --storage " + dir.file("store"));
+  EXPECT_EQ(folder.exit_code, 2) << folder.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("store")));
+}
+
+// Options: bad values are usage errors (exit 2), never wrapped or ignored.
+TEST(CliOptions, BadValuesAreUsageErrors) {
+  TempDir dir;
+  const std::string file = dir.write("s.yaml", kBranin);
+  const std::string run = "run " + file + " --storage " + dir.file("store") + " --quiet ";
+  auto seed = run_tune(run + "--seed -1");
+  EXPECT_EQ(seed.exit_code, 2) << seed.err;
+  EXPECT_NE(seed.err.find("--seed must be an integer from 0 to 18446744073709551615, got '-1'"), std::string::npos)
+      << seed.err;
+  auto interval = run_tune(run + "--progress-interval 0");
+  EXPECT_EQ(interval.exit_code, 2) << interval.err;
+  EXPECT_NE(interval.err.find("--progress-interval must be a positive number"), std::string::npos) << interval.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("store")));
+  auto bogus = run_tune("trainables --bogus");
+  EXPECT_EQ(bogus.exit_code, 2) << bogus.out;
+  EXPECT_NE(bogus.err.find("bogus"), std::string::npos) << bogus.err;
+  EXPECT_EQ(run_tune("trainables --help").exit_code, 0);
+
+  auto big = run_tune(run + "--seed 18446744073709551615");
+  ASSERT_EQ(big.exit_code, 0) << big.err;
+  auto store = Store::open(dir.file("store"), true);
+  EXPECT_EQ(SweepSpec::from_json(store->find_experiment("branin-e2e")->spec).search.seed.value(), 18446744073709551615ull);
+}
+
+// A stop threshold on a metric no result has stopped nothing: said once.
+TEST(CliOptions, AStopKeyNoResultHadIsAWarning) {
+  TempDir dir;
+  std::string text = kBranin;
+  text.replace(text.find("stop: {training_iteration: 4}"), 29, "stop: {training_iteration: 4, accuracy: 0.9}");
+  auto run = run_tune("run " + dir.write("s.yaml", text) + " --storage " + dir.file("store") + " --quiet");
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.err.find("warning: no result had the metric 'accuracy' of stop.accuracy"), std::string::npos) << run.err;
+}
+
+// Queries never write: they work on a store its reader cannot write (another
+// user's results, the writer gone). Root ignores file modes, so the queries
+// run as nobody (setpriv) on a store only root may write.
+TEST(CliQueries, WorkOnAReadOnlyStore) {
+  TempDir dir;
+  auto run = run_tune("run " + dir.write("s.yaml", kBranin) + " --storage " + dir.file("store") + " --quiet");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::string storage = dir.file("store");
+  std::string as_reader;
+  if (::geteuid() == 0) {
+    // setpriv: util-linux, which scripts/install-deps.sh installs.
+    ASSERT_EQ(run_command("command -v setpriv").exit_code, 0) << "no setpriv to drop root";
+    as_reader = "setpriv --reuid=65534 --regid=65534 --clear-groups ";
+    // nobody must reach the binary and the store's folder, and write nothing.
+    ASSERT_EQ(run_command(as_reader + TUNE_BINARY " --help").exit_code, 0) << "nobody cannot run " TUNE_BINARY;
+  }
+  const std::string out = dir.file("out");  // where the reader may write its report
+  ASSERT_EQ(run_command("mkdir -m 777 " + out + " && chmod 755 " + dir.path() + " && chmod -R a-w " + storage).exit_code, 0);
+  ASSERT_NE(run_command(as_reader + "touch " + storage + "/probe").exit_code, 0) << "the store is still writable";
+  auto queries = [&](const std::string& state) {
+    for (const std::string& query : std::vector<std::string>{"trials branin-e2e --json", "best branin-e2e",
+                                                             "status branin-e2e", "experiments", "results branin-e2e --csv",
+                                                             "report branin-e2e --output " + out + "/report.html"}) {
+      auto result = run_command(as_reader + TUNE_BINARY " " + query + " --storage " + storage);
+      EXPECT_EQ(result.exit_code, 0) << state << ": " << query << ": " << result.err;
+      EXPECT_EQ(result.err.find("readonly"), std::string::npos) << state << ": " << query << ": " << result.err;
+    }
+  };
+  queries("with the writer's -wal and -shm");
+  // Without them (the writer closed cleanly): SQLite cannot create the -shm.
+  const std::string db = storage + "/tune.db";
+  if (run_command("chmod u+w " + storage + " && sqlite3 " + db + " 'PRAGMA wal_checkpoint(TRUNCATE)' >/dev/null && rm -f " +
+                  db + "-wal " + db + "-shm && chmod a-w " + storage).exit_code == 0) {
+    ASSERT_FALSE(std::filesystem::exists(db + "-wal"));
+    queries("without -wal and -shm");
+  }
+  run_command("chmod -R u+w " + storage);
+}
 
 TEST(CliBadInputFile, MissingFileIsAOneLineError) {
   TempDir dir;
@@ -204,6 +317,10 @@ TEST(CliFailures, ANanResultWithoutRetriesEndsTheTrialAsError) {
   text.replace(text.find("max_failures: 1"), 15, "max_failures: 0");
   auto run = run_tune("run " + dir.write("f.yaml", text) + " --storage " + dir.file("store") + " --quiet");
   EXPECT_EQ(run.exit_code, 1);  // every trial errored
+  // Said even with --quiet: the exit status alone explains nothing.
+  EXPECT_NE(run.err.find("tune: every trial of flaky failed (first error: metric 'loss' is not finite"),
+            std::string::npos)
+      << run.err;
   auto trials = json_of(run_tune("trials flaky --storage " + dir.file("store") + " --json").out);
   ASSERT_EQ(trials.size(), 2u);
   for (const auto& t : trials) {
@@ -257,6 +374,7 @@ TEST(CliMpi, RanksOfATrialWithoutGpusSeeNone) {
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     EXPECT_NE(text.find("CUDA_VISIBLE_DEVICES=\n"), std::string::npos) << text;
   }
+}
 
 const char* kSlow = R"(trainable: synthetic
 metric: loss

@@ -70,6 +70,11 @@ class Harness {
     driver->open();
   }
   bool step() { return driver->step(std::chrono::microseconds(0)); }
+  // Driver::finish() destroys the executor: `fake` is gone with it.
+  void finish() {
+    driver->finish();
+    fake = nullptr;
+  }
 
   TrialRecord trial(int64_t index) { return *driver->store().trial(driver->experiment_id(), index); }
   std::string status(int64_t index) { return trial(index).status; }
@@ -228,7 +233,7 @@ TEST(DriverInterrupt, RequeuesRunningTrialsAndResumeRestartsThemFromTheirCheckpo
     h.fake->crash({1, 1}, "killed", true);
     EXPECT_TRUE(h.step());
     EXPECT_FALSE(h.step());
-    h.driver->finish();
+    h.finish();
     EXPECT_EQ(h.driver->store().find_experiment("fake")->status, "INTERRUPTED");
     EXPECT_EQ(h.status(0), kPending) << "a failure after the interrupt is not the trial's";
     EXPECT_FALSE(h.driver->store().trial(h.driver->experiment_id(), 2).has_value());

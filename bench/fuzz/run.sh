@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# bench/run fuzz [--seconds N | --quick] [TARGET...]: builds the libFuzzer
+# targets of tests/fuzz (clang, -fsanitize=fuzzer,address,undefined, no
+# libtorch) into build-fuzz/ and runs each for N seconds (default 60;
+# --quick: 10) from its seed corpus (tests/fuzz/corpus/TARGET) plus what
+# earlier runs found (build-fuzz/corpus/TARGET). Prints a table (target,
+# execs/s, coverage, corpus size, findings) and, last, one JSON line.
+# Findings (crash-*, leak-*, timeout-*, oom-* inputs) are kept in
+# build-fuzz/findings/TARGET/; the exit status is 1 when there is any.
+# Targets: sweep, protocol, filter, store_json. More: bench/fuzz/README.md.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+BUILD_DIR="${TUNE_FUZZ_BUILD_DIR:-$ROOT/build-fuzz}"
+JOBS="${TUNE_BENCH_JOBS:-$(nproc)}"
+CC="${CC:-clang-14}" CXX="${CXX:-clang++-14}"
+ALL_TARGETS=(sweep protocol filter store_json)
+
+note() { echo "[fuzz] $*" >&2; }
+
+SECONDS_EACH=60
+targets=()
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --quick) SECONDS_EACH=10 ;;
+    --seconds) SECONDS_EACH="${2:?--seconds needs a number}"; shift ;;
+    --seconds=*) SECONDS_EACH="${1#--seconds=}" ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -*) echo "bench/run fuzz: unknown option '$1' (options: --seconds N, --quick, TARGET...)" >&2; exit 2 ;;
+    *)
+      if [[ ! " ${ALL_TARGETS[*]} " == *" $1 "* ]]; then
+        echo "bench/run fuzz: unknown target '$1' (targets: ${ALL_TARGETS[*]})" >&2
+        exit 2
+      fi
+      targets+=("$1") ;;
+  esac
+  shift
+done
+[[ ${#targets[@]} -eq 0 ]] && targets=("${ALL_TARGETS[@]}")
+if ! [[ "$SECONDS_EACH" =~ ^[0-9]+$ ]] || [[ "$SECONDS_EACH" -lt 1 ]]; then
+  echo "bench/run fuzz: --seconds wants a whole number of seconds >= 1" >&2
+  exit 2
+fi
+if ! command -v "$CXX" >/dev/null; then
+  echo "bench/run fuzz: $CXX not found (scripts/install-deps.sh installs clang-14 and libclang-rt-14-dev)" >&2
+  exit 1
+fi
+
+# --- build
+mkdir -p "$BUILD_DIR"
+log="$BUILD_DIR/fuzz-build.log"
+launcher=()
+command -v ccache >/dev/null && launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+build_start=$SECONDS
+note "configuring and building ${targets[*]/#/fuzz_} in $BUILD_DIR (log: $log)"
+configure=(cmake -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo
+  -DCMAKE_C_COMPILER="$CC" -DCMAKE_CXX_COMPILER="$CXX" "${launcher[@]}"
+  -DTUNE_FUZZ=ON -DTUNE_WITH_TORCH=OFF -DTUNE_BUILD_TESTS=OFF -DTUNE_BUILD_BENCH=OFF)
+# A build dir already configured with TUNE_FUZZ=ON (scripts/sanitize.sh's
+# build-asan, tests included) is used as it is.
+grep -q '^TUNE_FUZZ:BOOL=ON' "$BUILD_DIR/CMakeCache.txt" 2>/dev/null && configure=(true)
+: >"$log"
+if ! "${configure[@]}" >>"$log" 2>&1 ||
+   ! cmake --build "$BUILD_DIR" -j "$JOBS" --target "${targets[@]/#/fuzz_}" >>"$log" 2>&1; then
+  grep -E "error|Error" "$log" | tail -n 20 >&2 || tail -n 30 "$log" >&2
+  echo "bench/run fuzz: build failed (log: $log)" >&2
+  exit 1
+fi
+note "built in $((SECONDS - build_start)) s"
+
+# --- run
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1:abort_on_error=1}"
+export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$ROOT/tests/sanitizers/lsan.supp:print_suppressions=0}"
+rows=()
+total_findings=0
+for target in "${targets[@]}"; do
+  seeds="$ROOT/tests/fuzz/corpus/$target"
+  corpus="$BUILD_DIR/corpus/$target"
+  findings="$BUILD_DIR/findings/$target"
+  out="$BUILD_DIR/fuzz-$target.log"
+  mkdir -p "$corpus" "$findings"
+  note "fuzz_$target for ${SECONDS_EACH} s (log: $out)"
+  # New inputs go to the first directory (build-fuzz/corpus), never to the seeds.
+  set +e
+  "$BUILD_DIR/tests/fuzz/fuzz_$target" "$corpus" "$seeds" \
+    -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=1024 \
+    -print_final_stats=1 -artifact_prefix="$findings/" >"$out" 2>&1
+  status=$?
+  set -e
+  # The last status line: "#N DONE cov: C ft: F corp: K/SIZE ... exec/s: E rss: M" (or the
+  # last pulse before a crash).
+  line="$(grep -aE '^#[0-9]+' "$out" | tail -n 1 || true)"
+  runs="$(grep -aoE 'stat::number_of_executed_units: [0-9]+' "$out" | grep -oE '[0-9]+$' || echo "${line%%[[:space:]]*}" | tr -d '#')"
+  execs="$(grep -oE 'exec/s: [0-9]+' <<<"$line" | grep -oE '[0-9]+' || echo 0)"
+  cov="$(grep -oE 'cov: [0-9]+' <<<"$line" | grep -oE '[0-9]+' || echo 0)"
+  ft="$(grep -oE 'ft: [0-9]+' <<<"$line" | grep -oE '[0-9]+' || echo 0)"
+  corp="$(grep -oE 'corp: [0-9]+' <<<"$line" | grep -oE '[0-9]+' || echo 0)"
+  found="$(find "$findings" -type f | wc -l)"
+  if [[ $status -ne 0 && $found -eq 0 ]]; then
+    found=1  # it died without writing an input (e.g. in initialization)
+    note "fuzz_$target exited $status without a finding file; see $out"
+  fi
+  if [[ $found -gt 0 ]]; then
+    note "fuzz_$target: FINDINGS in $findings (log: $out):"
+    grep -aE 'ERROR: |FUZZ FINDING|runtime error|SUMMARY' "$out" | head -n 5 >&2 || true
+  fi
+  total_findings=$((total_findings + found))
+  rows+=("$target ${runs:-0} $execs $cov $ft $corp $found")
+done
+
+# --- table and JSON
+printf '\nfuzzing, %s s per target (clang -fsanitize=fuzzer,address,undefined; %s cores)\n' "$SECONDS_EACH" "$(nproc)"
+printf '%-12s %12s %10s %10s %10s %8s %9s\n' target runs execs/s coverage features corpus findings
+json=""
+for row in "${rows[@]}"; do
+  read -r target runs execs cov ft corp found <<<"$row"
+  printf '%-12s %12s %10s %10s %10s %8s %9s\n' "$target" "$runs" "$execs" "$cov" "$ft" "$corp" "$found"
+  json+="${json:+,}\"$target\":{\"runs\":$runs,\"execs_per_s\":$execs,\"coverage\":$cov,\"features\":$ft,\"corpus\":$corp,\"findings\":$found}"
+done
+printf 'coverage: edges covered (libFuzzer cov:), corpus: inputs kept; findings: %s/findings/TARGET/\n' "$BUILD_DIR"
+printf '{"benchmark":"fuzz","seconds_per_target":%s,"cores":%s,"figures":{%s}}\n' "$SECONDS_EACH" "$(nproc)" "$json"
+[[ $total_findings -eq 0 ]]

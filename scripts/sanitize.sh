@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# scripts/sanitize.sh [asan|tsan|fuzz|all]... : tune without libtorch, built
+# with clang under sanitizers, and the tests that matter run under them.
+#
+#   asan  build-asan/: ASan + UBSan (-fno-sanitize-recover=undefined), every
+#         unit-labelled test (ctest -L unit: no slow/mpi/cluster/slurm ones).
+#         Configured with TUNE_FUZZ=ON (which adds libFuzzer's coverage
+#         instrumentation to the same sanitizers), so that the fuzz targets
+#         come from this build too: CI builds the core twice, not three times.
+#   tsan  build-tsan/: TSan, the tests of the driver, the executors, the
+#         in-process Tuner and the store (ctest -R "$TSAN_TESTS")
+#   fuzz  every libFuzzer target (tests/fuzz) for FUZZ_SECONDS (default 15)
+#         each, from build-asan/ (bench/fuzz/run.sh)
+#   all   asan, tsan, fuzz (the default)
+#
+# Zero reports pass: a sanitizer report in any process (a test, the tune
+# binary a test starts) fails the run. Reports go to BUILD/sanitizer-logs/
+# (log_path) as well as failing the process, so one a test swallows is still
+# seen; they are printed at the end. Suppressions (third-party code only, each
+# explained) are in tests/sanitizers/*.supp.
+#
+# Environment: JOBS (build and ctest parallelism, default nproc), CC/CXX
+# (default clang-14/clang++-14), FUZZ_SECONDS, TSAN_TESTS (a ctest -R regex).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT="$PWD"
+JOBS="${JOBS:-$(nproc)}"
+export CC="${CC:-clang-14}" CXX="${CXX:-clang++-14}"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$(dirname "$ROOT")}"
+SUPP="$ROOT/tests/sanitizers"
+
+configure() {  # BUILD_DIR FLAGS [CMAKE_ARGS...]
+  local dir="$1" flags="$2"
+  shift 2
+  local launcher=()
+  if command -v ccache >/dev/null; then
+    launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  fi
+  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_C_COMPILER="$CC" -DCMAKE_CXX_COMPILER="$CXX" "${launcher[@]}" \
+    -DTUNE_WITH_TORCH=OFF -DTUNE_BUILD_BENCH=OFF \
+    "-DCMAKE_C_FLAGS=$flags" "-DCMAKE_CXX_FLAGS=$flags" \
+    "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g" "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g" \
+    "$@" >/dev/null
+}
+
+# Fails (printing them) if any process wrote a sanitizer report.
+check_logs() {  # LOG_DIR WHAT
+  local dir="$1" what="$2"
+  if compgen -G "$dir/*" >/dev/null; then
+    echo "sanitize.sh: $what: sanitizer reports:" >&2
+    for f in "$dir"/*; do
+      echo "==== $f" >&2
+      cat "$f" >&2
+    done
+    return 1
+  fi
+  echo "sanitize.sh: $what: no sanitizer reports"
+}
+
+timed() {  # LABEL COMMAND...: runs it, prints how long it took, returns its status
+  local label="$1" start=$SECONDS status=0
+  shift
+  "$@" || status=$?
+  echo "sanitize.sh: $label took $((SECONDS - start)) s$([[ $status -eq 0 ]] || echo " (failed: $status)")"
+  return $status
+}
+
+run_asan() {
+  local dir=build-asan logs="$ROOT/build-asan/sanitizer-logs"
+  # TUNE_FUZZ=ON: -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
+  # on everything (CMakeLists.txt).
+  timed "asan configure" configure "$dir" "" -DTUNE_FUZZ=ON -DTUNE_BUILD_TESTS=ON || return 1
+  # The unit-labelled test binaries (and what the tuner tests start); without
+  # libtorch there are no trainer tests.
+  timed "asan build" cmake --build "$dir" -j"$JOBS" --target \
+    search_tests storage_tests schedulers_tests tuner_tests spec_tests fence_tests \
+    fuzz_sweep fuzz_protocol fuzz_filter fuzz_store_json || return 1
+  rm -rf "$logs" && mkdir -p "$logs"
+  export ASAN_OPTIONS="abort_on_error=1:detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1:check_initialization_order=1:strict_init_order=1:log_path=$logs/asan"
+  export LSAN_OPTIONS="suppressions=$SUPP/lsan.supp:print_suppressions=0"
+  export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:abort_on_error=1:suppressions=$SUPP/ubsan.supp:log_path=$logs/ubsan"
+  local status=0
+  (cd "$dir" && timed "asan ctest" ctest -L unit -j"$JOBS" --timeout 900 --output-on-failure) || status=1
+  unset ASAN_OPTIONS LSAN_OPTIONS UBSAN_OPTIONS
+  check_logs "$logs" "asan+ubsan" || status=1
+  return $status
+}
+
+TSAN_TESTS="${TSAN_TESTS:-^(Driver|ThreadExecutor|Tuner\.|SchedulerIntegration|Store|Events|ForEachResult|ResultColumns)}"
+
+run_tsan() {
+  local dir=build-tsan logs="$ROOT/build-tsan/sanitizer-logs"
+  timed "tsan configure" configure "$dir" "-fsanitize=thread -fno-omit-frame-pointer" || return 1
+  timed "tsan build" cmake --build "$dir" -j"$JOBS" --target tuner_tests storage_tests || return 1
+  rm -rf "$logs" && mkdir -p "$logs"
+  export TSAN_OPTIONS="halt_on_error=1:abort_on_error=1:second_deadlock_stack=1:suppressions=$SUPP/tsan.supp:log_path=$logs/tsan"
+  local status=0
+  (cd "$dir" && timed "tsan ctest" ctest -R "$TSAN_TESTS" -L unit -j"$JOBS" --timeout 900 --output-on-failure) || status=1
+  unset TSAN_OPTIONS
+  check_logs "$logs" "tsan" || status=1
+  return $status
+}
+
+run_fuzz() {
+  if [[ ! -f build-asan/CMakeCache.txt ]]; then
+    timed "asan configure" configure build-asan "" -DTUNE_FUZZ=ON -DTUNE_BUILD_TESTS=ON || return 1
+  fi
+  TUNE_FUZZ_BUILD_DIR="$ROOT/build-asan" timed "fuzz" bench/fuzz/run.sh --seconds "${FUZZ_SECONDS:-15}"
+}
+
+modes=("$@")
+[[ ${#modes[@]} -eq 0 ]] && modes=(all)
+failed=()
+for mode in "${modes[@]}"; do
+  case "$mode" in
+    asan) run_asan || failed+=(asan) ;;
+    tsan) run_tsan || failed+=(tsan) ;;
+    fuzz) run_fuzz || failed+=(fuzz) ;;
+    all)
+      run_asan || failed+=(asan)
+      run_tsan || failed+=(tsan)
+      run_fuzz || failed+=(fuzz)
+      ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "usage: scripts/sanitize.sh [asan|tsan|fuzz|all]..." >&2; exit 2 ;;
+  esac
+done
+if [[ ${#failed[@]} -gt 0 ]]; then
+  echo "sanitize.sh: FAILED: ${failed[*]}" >&2
+  exit 1
+fi
+echo "sanitize.sh: passed: ${modes[*]}"
