@@ -207,8 +207,14 @@ TrialDecision PbtScheduler::decide(int64_t trial, double t) {
   members_[trial].config = config;
   members_[trial].score = members_[donor].score;  // it now continues from the donor's state
   // ... and from the donor's time (the driver restores the donor's
-  // iteration), so it keeps the donor's perturbation clock, as Ray does.
-  members_[trial].last_perturb = members_[donor].last_perturb;
+  // iteration), so it keeps the donor's perturbation clock, as Ray does;
+  // except from a donor behind it: then its next perturbation waits until it
+  // is past `t` again. Exploits of a trial thus happen at ever later times,
+  // and a trial cloned back in time cannot be cloned back at every
+  // perturbation and never reach the end of the sweep.
+  const Member& from = members_[donor];
+  const bool behind = !from.history.empty() && from.history.back().first < t;
+  members_[trial].last_perturb = behind ? t : from.last_perturb;
   return TrialDecision::exploit(donor, std::move(config));
 }
 
