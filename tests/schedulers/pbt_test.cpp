@@ -140,6 +140,25 @@ TEST(Pbt, NeverUsesADonorWithoutACheckpoint) {
   EXPECT_EQ(s->on_result(1, {{"training_iteration", 2}, {"loss", 0.9}}).action, TrialAction::kExploit);
 }
 
+// A clone restores its donor's iteration. Cloned from a donor behind it, a
+// trial perturbs again only once past the time of that exploit: its exploits
+// happen at ever later times, so it cannot be sent back at every boundary.
+TEST(Pbt, ATrialClonedBackInTimeIsExploitedAgainOnlyPastThatTime) {
+  auto s = make_scheduler("pbt",
+                          {{"time_attr", "training_iteration"}, {"perturbation_interval", 2}, {"quantile_fraction", 0.5},
+                           {"hyperparam_mutations", {{"x", {{"uniform", {0, 1}}}}}}},
+                          "loss", "min");
+  s->on_trial_add(0, {{"x", 0.5}});
+  s->on_trial_add(1, {{"x", 0.7}});
+  s->on_checkpoint(0, 2);
+  EXPECT_EQ(s->on_result(0, {{"training_iteration", 2}, {"loss", 0.1}}).action, TrialAction::kContinue);
+  // Trial 1 is at 6, its donor (trial 0, the better one) at 2: cloned back to 2.
+  EXPECT_EQ(s->on_result(1, {{"training_iteration", 6}, {"loss", 0.9}}).action, TrialAction::kExploit);
+  for (int t = 3; t <= 7; ++t)
+    EXPECT_EQ(s->on_result(1, {{"training_iteration", t}, {"loss", 0.9}}).action, TrialAction::kContinue) << t;
+  EXPECT_EQ(s->on_result(1, {{"training_iteration", 8}, {"loss", 0.9}}).action, TrialAction::kExploit);
+}
+
 TEST(Pbt, SynchWaitsForThePopulationAtEachBoundary) {
   Json params = pbt_params(5, 0.25, {1.2, 0.8});
   params["synch"] = true;
