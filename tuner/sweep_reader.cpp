@@ -1,6 +1,7 @@
 #include "tuner/sweep_reader.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <set>
 
@@ -82,6 +83,21 @@ OptionReader section(const OrderedJson& value, const std::string& name, const st
 
 // Walks a param_space mapping in file order; every error names the
 // parameter's key path.
+// NaN or an infinity anywhere in a value: the store keeps JSON, which has
+// neither (it would come back as null, and `tune resume` would see another
+// config).
+bool has_non_finite(const Json& value) {
+  if (value.is_number_float()) return !std::isfinite(value.get<double>());
+  if (value.is_structured())
+    for (const auto& item : value) if (has_non_finite(item)) return true;
+  return false;
+}
+
+void refuse_non_finite(const Json& value, const std::string& path) {
+  if (has_non_finite(value))
+    throw ConfigError("parameter '" + path + "': .nan and .inf cannot be values (JSON, which the store keeps, has neither)");
+}
+
 void read_space(SearchSpace& space, const OrderedJson& node, const std::string& prefix, const std::string& doc_path) {
   for (const auto& [name, value] : node.items()) {
     const std::string path = join_path(prefix, name);
@@ -94,6 +110,7 @@ void read_space(SearchSpace& space, const OrderedJson& node, const std::string& 
         if (is_domain_name(kind)) {
           Json json_args = to_json(args);
           if (json_args.is_null()) json_args = Json::array();
+          refuse_non_finite(json_args, path);
           Domain domain;
           try {
             domain = make_domain(kind, json_args);
@@ -110,7 +127,9 @@ void read_space(SearchSpace& space, const OrderedJson& node, const std::string& 
       if (value.is_object() && !value.empty()) {
         read_space(space, value, path, at);
       } else {
-        space.constant(path, to_json(value));
+        Json constant = to_json(value);
+        refuse_non_finite(constant, path);
+        space.constant(path, std::move(constant));
       }
     } catch (const ConfigError& e) {
       // add()/constant() know no position: the parameter's key is it.

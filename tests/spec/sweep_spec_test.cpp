@@ -484,5 +484,16 @@ TEST(SweepSpecYaml, ManyKeysParseInLinearTime) {
   EXPECT_EQ(spec.param_space.constants()[39999].first, "k39999");
 }
 
+// The store keeps configs as JSON, which has no NaN or infinity: such a
+// value is refused at its line rather than coming back as null on resume.
+TEST(SweepSpecYaml, NonFiniteValuesAreRefusedAtTheirLine) {
+  EXPECT_EQ(error_of("trainable: t\nparam_space:\n  x: {choice: [1, .nan]}\n"),
+            "sweep.yaml:3: parameter 'x': .nan and .inf cannot be values (JSON, which the store keeps, has neither)");
+  EXPECT_EQ(error_of("trainable: t\nparam_space:\n  m:\n    c: -.inf\n"),
+            "sweep.yaml:4: parameter 'm.c': .nan and .inf cannot be values (JSON, which the store keeps, has neither)");
+  EXPECT_EQ(error_of("trainable: t\nparam_space:\n  g: {grid_search: [[1, .inf]]}\n"),
+            "sweep.yaml:3: parameter 'g': .nan and .inf cannot be values (JSON, which the store keeps, has neither)");
+}
+
 }  // namespace
 }  // namespace tune
