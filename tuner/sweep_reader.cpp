@@ -81,16 +81,12 @@ OptionReader section(const OrderedJson& value, const std::string& name, const st
   return reader;
 }
 
-// Walks a param_space mapping in file order; every error names the
-// parameter's key path.
 // NaN or an infinity anywhere in a value: the store keeps JSON, which has
 // neither (it would come back as null, and `tune resume` would see another
 // config).
 bool has_non_finite(const Json& value) {
   if (value.is_number_float()) return !std::isfinite(value.get<double>());
-  if (value.is_structured())
-    for (const auto& item : value) if (has_non_finite(item)) return true;
-  return false;
+  return value.is_structured() && std::any_of(value.begin(), value.end(), has_non_finite);
 }
 
 void refuse_non_finite(const Json& value, const std::string& path) {
@@ -98,6 +94,8 @@ void refuse_non_finite(const Json& value, const std::string& path) {
     throw ConfigError("parameter '" + path + "': .nan and .inf cannot be values (JSON, which the store keeps, has neither)");
 }
 
+// Walks a param_space mapping in file order; every error names the
+// parameter's key path.
 void read_space(SearchSpace& space, const OrderedJson& node, const std::string& prefix, const std::string& doc_path) {
   for (const auto& [name, value] : node.items()) {
     const std::string path = join_path(prefix, name);
