@@ -193,6 +193,11 @@ void migrate(SQLite::Database& db, const std::string& dir, const std::string& pa
 void check_store(SQLite::Database& db, const std::string& dir, const std::string& path) {
   int version = user_version(db);
   if (version > kSchemaVersion) throw Error(newer_schema_message(dir, version));
+  if (version == 0 && db.execAndGet("SELECT count(*) FROM sqlite_master").getInt() == 0) {
+    // An empty database: a driver has just created tune.db and not yet
+    // committed the schema (or never will). Either way nothing is stored yet.
+    throw Error("no tune store at " + dir + " yet (tune.db is empty: a driver is creating it)");
+  }
   if (version == 0 || !db.tableExists("meta")) {
     throw Error(path + " is not a tune store (no tune schema)");
   }

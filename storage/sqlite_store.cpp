@@ -30,7 +30,11 @@ class SqliteStore final : public Store {
       : db_(immutable ? immutable_uri(path) : path,
             (read_only ? SQLite::OPEN_READONLY : SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE) |
                 SQLite::OPEN_NOMUTEX | (immutable ? SQLite::OPEN_URI : 0),
-            /*busy_timeout_ms=*/5000),
+            // A writer waits this long for another process's write lock. The
+            // holders' transactions are short, but on a loaded machine (many
+            // drivers on one store, 2 cores) a holder can be descheduled for
+            // seconds; a driver that gave up would end its sweep.
+            /*busy_timeout_ms=*/30000),
         read_only_(read_only) {}
 
   // file:PATH?immutable=1, with the characters a URI path reserves escaped.

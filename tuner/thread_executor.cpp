@@ -63,6 +63,9 @@ class InProcessSession : public SessionBase {
  protected:
   Verdict exchange(const Json& metrics, const std::string& checkpoint_dir) override {
     if (job_->cancelled) return Verdict::kStop;
+    // Only the event holds the promise: a driver that drops the event
+    // without answering (it stopped: lost its lease, the disk filled) breaks
+    // it, and the trial stops at once instead of waiting to be abandoned.
     auto decided = std::make_shared<std::promise<Verdict>>();
     std::future<Verdict> verdict = decided->get_future();
     TrialEvent event;
@@ -70,9 +73,14 @@ class InProcessSession : public SessionBase {
     event.attempt = job_->id;
     event.metrics = metrics;
     event.checkpoint = checkpoint_dir;
-    event.reply = [decided](Verdict v) { decided->set_value(v); };
+    event.reply = [decided = std::move(decided)](Verdict v) { decided->set_value(v); };
     if (!core_->push(std::move(event))) return Verdict::kStop;
-    const Verdict answer = verdict.get();  // a driver gone without answering breaks the promise: an error
+    Verdict answer = Verdict::kStop;
+    try {
+      answer = verdict.get();
+    } catch (const std::future_error&) {
+      return Verdict::kStop;  // not acknowledged: nothing to log
+    }
     log_ack(start_, iteration_ + 1, answer);
     return answer;
   }

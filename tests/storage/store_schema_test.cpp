@@ -57,7 +57,7 @@ TEST(StoreOpen, SetsTheConnectionPragmas) {
   SQLite::Database& db = storage_internal::raw_database(*normal);
   EXPECT_EQ(db.execAndGet("PRAGMA synchronous").getInt(), 1);  // NORMAL
   EXPECT_EQ(db.execAndGet("PRAGMA foreign_keys").getInt(), 1);
-  EXPECT_EQ(db.execAndGet("PRAGMA busy_timeout").getInt(), 5000);
+  EXPECT_EQ(db.execAndGet("PRAGMA busy_timeout").getInt(), 30000);
   auto full = Store::open(tmp.path(), false, Durability::kFull);
   EXPECT_EQ(storage_internal::raw_database(*full).execAndGet("PRAGMA synchronous").getInt(), 2);
 }
@@ -122,6 +122,24 @@ TEST(StoreOpen, AnotherApplicationsDatabaseIsRefused) {
   }
   EXPECT_THAT(open_error(tmp.path()), HasSubstr("is not a tune store"));
   EXPECT_THAT(open_error(tmp.path(), true), HasSubstr("is not a tune store"));
+}
+
+// A reader that comes between a driver creating tune.db and committing its
+// schema sees an empty database: not yet a store (like a missing one), not a
+// foreign file. A writer then makes it a store as usual.
+TEST(StoreOpen, AnEmptyDatabaseReadsAsAStoreNotCreatedYet) {
+  TempDir tmp;
+  tmp.write("tune.db", "");
+  EXPECT_EQ(open_error(tmp.path(), true),
+            "no tune store at " + tmp.path() + " yet (tune.db is empty: a driver is creating it)");
+  {
+    SQLite::Database db(Store::database_path(tmp.path()), SQLite::OPEN_READWRITE);
+    db.exec("PRAGMA journal_mode = WAL");  // what the driver does first
+  }
+  EXPECT_THAT(open_error(tmp.path(), true), HasSubstr("yet (tune.db is empty"));
+  auto store = Store::open(tmp.path());
+  EXPECT_FALSE(store->find_experiment("x").has_value());
+  EXPECT_NO_THROW(Store::open(tmp.path(), true));
 }
 
 TEST(StoreOpen, ReadOnlyOpenOfAMissingStoreFailsAndCreatesNothing) {

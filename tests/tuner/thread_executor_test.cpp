@@ -78,6 +78,34 @@ TEST(ThreadExecutor, ACancelledTrialStopsAtItsNextReport) {
   executor.shutdown();
 }
 
+// A driver that stops with a result it took but never answered (it lost its
+// lease, the disk filled) drops the event: the trial stops at once, without
+// waiting out the grace to be abandoned, and is not acknowledged.
+TEST(ThreadExecutor, AResultDroppedUnansweredStopsTheTrialAtOnce) {
+  EventSink sink;
+  FakeClock clock;
+  auto reports = std::make_shared<std::atomic<int>>(0);
+  ThreadExecutor executor(sink, clock, [reports](Session& s) {
+    for (;;) {
+      s.report({{"loss", 1.0}});
+      *reports += 1;
+    }
+  });
+  executor.start({0, 1}, trial_of(0), Placement{});
+  {
+    auto first = take(sink, 1);
+    ASSERT_EQ(first.size(), 1u);
+    ASSERT_EQ(first[0].kind, TrialEvent::Kind::kResult);
+  }  // dropped here, never answered
+  auto ended = take(sink, 1);
+  ASSERT_EQ(ended.size(), 1u) << "the trial still waits for a verdict nobody will give";
+  EXPECT_EQ(ended[0].kind, TrialEvent::Kind::kEnded);
+  EXPECT_TRUE(ended[0].stopped);
+  EXPECT_EQ(*reports, 0) << "an unanswered report returned as if acknowledged";
+  EXPECT_EQ(executor.live(), 0);
+  executor.shutdown();
+}
+
 TEST(ThreadExecutor, AStuckTrialIsAbandonedAfterTheGraceAndShutdownDoesNotWait) {
   EventSink sink;
   FakeClock clock;
