@@ -78,6 +78,11 @@ class Session {
   // <the preprocess: list>}, each null when the sweep has none.
   virtual const Json& setup() const = 0;
 
+  // True once the driver wants this trial to end (interrupt, hung-trial
+  // timeout, the sweep stopping) while it runs in-process. A trainable that
+  // waits on something other than report() (a child process, a socket)
+  // polls it and throws tune::TrialStopped; report() checks it itself.
+  virtual bool stop_requested() const { return false; }
   // Opaque: a pointer to the group's MPI_Comm, or nullptr for in-process
   // trials; read it through tune::communicator(session), which needs <mpi.h>
   // (this header does not).

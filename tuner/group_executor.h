@@ -67,6 +67,8 @@ inline constexpr const char* kTokenEnv = "TUNE_DRIVER_TOKEN";
 inline constexpr const char* kGroupEnv = "TUNE_GROUP_ID";
 inline constexpr const char* kRankGpusEnv = "TUNE_RANK_GPUS";
 inline constexpr const char* kNoGpus = "none";  // TUNE_RANK_GPUS of a group without GPUs
+// Set by rank 0 of a worker group: the address its host reaches the driver from.
+inline constexpr const char* kNodeAddressEnv = "TUNE_NODE_ADDRESS";
 
 ExecutorKind group_executor_kind();
 

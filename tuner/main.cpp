@@ -11,6 +11,7 @@
 #include <boost/program_options.hpp>
 
 #include "tuner/cli.h"
+#include "tuner/command_trainable.h"
 #include "tuner/driver.h"
 #include "tuner/mpi_launcher.h"
 #include "tuner/prepare.h"
@@ -273,6 +274,7 @@ int predict(const std::vector<std::string>& args) {
 
 int main(int argc, char** argv) {
   tune::register_builtin_trainables();
+  tune::internal::register_command_trainable();
 #ifdef TUNE_WITH_TORCH
   tune::register_torch_trainables();
 #endif

@@ -34,6 +34,15 @@ std::string bind_shim_path() {
   for (const char* path : {TUNE_BIND_SHIM_BUILD, TUNE_BIND_SHIM_INSTALL}) {
     if (::access(path, R_OK) == 0) return path;
   }
+  // An installed package moved to another prefix (a .deb built with a
+  // /usr/local build, an install to a temporary prefix): beside bin/.
+  char exe[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n > 0) {
+    std::string path(exe, static_cast<size_t>(n));
+    path = path.substr(0, path.rfind('/') + 1) + TUNE_BIND_SHIM_RELATIVE;
+    if (::access(path.c_str(), R_OK) == 0) return path;
+  }
   return "";
 }
 

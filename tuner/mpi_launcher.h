@@ -41,7 +41,8 @@ struct MpiLaunch {
 
 // The library that keeps mpirun's and orted's listeners off the wildcard
 // address (tuner/bind_shim.c), or "" when it is not installed: TUNE_BIND_SHIM,
-// else the build's or the install's copy.
+// else the build's or the install's copy (its configured prefix, else
+// ../lib beside the running executable).
 std::string bind_shim_path();
 
 // The full argv, "mpirun" first.

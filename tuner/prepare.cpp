@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "base/names.h"
+#include "tuner/command_trainable.h"
 #include "tuner/sweep_check.h"
 #include "tuner/sweep_reader.h"
 
@@ -17,6 +18,7 @@ namespace {
 const RegisteredTrainable* resolve_trainable(const SweepSpec& spec, const TrainableFunction& function) {
   if (function) return nullptr;
   if (spec.trainable.empty()) throw ConfigError::at("trainable", "no trainable: set `trainable:` to a registered name");
+  if (spec.trainable == "command") register_command_trainable();
   const RegisteredTrainable* found = find_trainable(spec.trainable);
   if (!found) {
     throw ConfigError::at("trainable", "unknown trainable '" + spec.trainable + "'" +

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <limits>
 #include <set>
 
@@ -9,6 +10,7 @@
 #include "base/options.h"
 #include "search/domain.h"
 #include "search/searcher.h"
+#include "tuner/command_spec.h"
 
 namespace tune::internal {
 namespace {
@@ -147,7 +149,7 @@ SearchSpace read_param_space(const OrderedJson& node, const std::string& doc_pat
 
 class Reader {
  public:
-  explicit Reader(const YamlDocument& doc) : doc_(doc) {}
+  Reader(const YamlDocument& doc, std::string base_dir) : doc_(doc), base_dir_(std::move(base_dir)) {}
 
   SweepSpec read() {
     const OrderedJson& root = doc_.root;
@@ -175,8 +177,13 @@ class Reader {
     seen_.insert(key);
     OptionReader one(Json{{key, to_json_scalar(value)}}, "", written_style(""));
     if (key == "trainable") {
+      if (value.is_object()) {
+        read_command(value, spec);
+        return;
+      }
       spec.trainable = one.text(key, "");
-      if (spec.trainable.empty()) throw ConfigError::at(key, "trainable must be a non-empty string");
+      if (spec.trainable.empty())
+        throw ConfigError::at(key, "trainable must be a non-empty string (a registered name) or {command: [...]}");
     } else if (key == "param_space") {
       spec.param_space = read_param_space(value, key);
     } else if (value.is_null()) {
@@ -226,6 +233,65 @@ class Reader {
     if (value.is_object()) return Json::object();
     if (value.is_array()) return Json::array();
     return to_json(value);
+  }
+
+  // trainable: {command: [prog, args...], cwd, env, stop_grace_s}. A relative
+  // cwd is relative to the sweep file's folder; without one, the program runs
+  // where tune was started. Both are stored absolute (resume runs elsewhere).
+  void read_command(const OrderedJson& value, SweepSpec& spec) const {
+    static const std::vector<std::string> keys = {"command", "cwd", "env", "stop_grace_s"};
+    for (const auto& [key, item] : value.items()) {
+      (void)item;
+      if (std::find(keys.begin(), keys.end(), key) == keys.end())
+        throw ConfigError::at_key("trainable." + key, "unknown key 'trainable." + key + "'" +
+                                                          did_you_mean_or_list(key, keys, "valid keys"));
+    }
+    if (!value.contains("command"))
+      throw ConfigError::at_key("trainable", "trainable needs a command: a list [program, arguments...]");
+    const OrderedJson& argv = value.at("command");
+    if (!argv.is_array() || argv.empty())
+      throw ConfigError::at("trainable.command",
+                            "trainable.command must be a non-empty list [program, arguments...], got " + describe_kind(argv));
+    CommandSpec command;
+    for (size_t i = 0; i < argv.size(); ++i) {
+      const std::string at = "trainable.command[" + std::to_string(i) + "]";
+      const OrderedJson& arg = argv[i];
+      if (arg.is_object() || arg.is_array() || arg.is_null())
+        throw ConfigError::at(at, at + " must be a string, got " + describe_kind(arg));
+      command.argv.push_back(arg.is_string() ? arg.get<std::string>() : to_json(arg).dump());
+    }
+    if (command.argv[0].empty()) throw ConfigError::at("trainable.command[0]", "trainable.command[0] (the program) is empty");
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    fs::path cwd = fs::current_path(ec);
+    if (value.contains("cwd")) {
+      const OrderedJson& dir = value.at("cwd");
+      if (!dir.is_string() || dir.get<std::string>().empty())
+        throw ConfigError::at("trainable.cwd", "trainable.cwd must be a folder path, got " + describe_kind(dir));
+      fs::path given(dir.get<std::string>());
+      cwd = given.is_absolute() ? given : fs::path(base_dir_.empty() ? cwd : fs::path(base_dir_)) / given;
+    }
+    command.cwd = cwd.lexically_normal().string();
+    if (value.contains("env")) {
+      const OrderedJson& env = value.at("env");
+      if (!env.is_object())
+        throw ConfigError::at("trainable.env", "trainable.env must be a mapping NAME: value, got " + describe_kind(env));
+      for (const auto& [name, item] : env.items()) {
+        if (name.empty() || name.find('=') != std::string::npos)
+          throw ConfigError::at_key("trainable.env." + name, "'" + name + "' is not an environment variable name");
+        if (item.is_object() || item.is_array() || item.is_null())
+          throw ConfigError::at("trainable.env." + name, "trainable.env." + name + " must be a string, got " + describe_kind(item));
+        command.env[name] = item.is_string() ? item.get<std::string>() : to_json(item).dump();
+      }
+    }
+    if (value.contains("stop_grace_s")) {
+      const OrderedJson& grace = value.at("stop_grace_s");
+      if (!grace.is_number() || !std::isfinite(grace.get<double>()) || grace.get<double>() < 0)
+        throw ConfigError::at("trainable.stop_grace_s", "trainable.stop_grace_s must be a number of seconds >= 0");
+      command.stop_grace_s = grace.get<double>();
+    }
+    spec.trainable = "command";
+    spec.command = command.to_json();
   }
 
   void read_resources(const OrderedJson& value, Resources& r) const {
@@ -315,6 +381,7 @@ class Reader {
   }
 
   const YamlDocument& doc_;
+  std::string base_dir_;  // the sweep file's folder (absolute), "" for text
   std::set<std::string> seen_;
 };
 
@@ -347,7 +414,11 @@ LoadedSweep read_sweep(const std::string& yaml_text, const std::string& file) {
   LoadedSweep loaded;
   auto source = std::make_shared<SweepSource>(file, std::move(doc.lines), doc.root_line);
   try {
-    loaded.spec = Reader(doc).read();
+    // A relative trainable.cwd is relative to the sweep file's folder.
+    std::error_code ec;
+    const bool on_disk = std::filesystem::is_regular_file(file, ec);
+    const std::string base = on_disk ? std::filesystem::absolute(file, ec).parent_path().string() : "";
+    loaded.spec = Reader(doc, base).read();
   } catch (const ConfigError& e) {
     throw source->locate(e);
   }

@@ -9,6 +9,7 @@
 #include "base/error.h"
 #include "base/names.h"
 #include "schedulers/scheduler.h"
+#include "tuner/command_spec.h"
 #include "tuner/sweep_check.h"
 #include "tuner/sweep_reader.h"
 
@@ -122,6 +123,41 @@ void check_space(const SweepSpec& spec) {
   }
 }
 
+// A command trainable: its argv and env placeholders name config paths
+// (a parameter, a constant, or a section holding them).
+void check_command(const SweepSpec& spec) {
+  CommandSpec command;
+  try {
+    command = CommandSpec::from_json(spec.command);
+  } catch (const Json::exception& e) {
+    throw ConfigError::at("trainable", std::string("trainable.command: ") + e.what());
+  }
+  require(spec.trainable == "command", "trainable", "a sweep with a command has trainable 'command', got '" + spec.trainable + "'");
+  require(!command.argv.empty() && !command.argv[0].empty(), "trainable.command",
+          "trainable.command must be a non-empty list [program, arguments...]");
+  require(std::isfinite(command.stop_grace_s) && command.stop_grace_s >= 0, "trainable.stop_grace_s",
+          "trainable.stop_grace_s must be a number of seconds >= 0");
+  std::vector<std::string> paths;
+  for (const auto& p : spec.param_space.parameters()) paths.push_back(p.path);
+  for (const auto& c : spec.param_space.constants()) paths.push_back(c.first);
+  auto check = [&](const std::string& text, const std::string& at) {
+    std::vector<std::string> used;
+    try {
+      used = placeholder_paths(text);
+    } catch (const Error& e) {
+      throw ConfigError::at(at, at + ": " + e.what());
+    }
+    for (const auto& path : used) {
+      bool known = false;
+      for (const auto& p : paths) known = known || p == path || starts_path(path, p);
+      require(known, at, at + ": placeholder {" + path + "} names no key of param_space" +
+                             did_you_mean_or_list(path, paths, "keys"));
+    }
+  };
+  for (size_t i = 0; i < command.argv.size(); ++i) check(command.argv[i], "trainable.command[" + std::to_string(i) + "]");
+  for (const auto& [name, value] : command.env) check(value, "trainable.env." + name);
+}
+
 // Errors a component raised without a key path belong to its block.
 template <typename Build>
 auto within(const std::string& block, Build build) -> decltype(build()) {
@@ -138,6 +174,7 @@ auto within(const std::string& block, Build build) -> decltype(build()) {
 CheckedSweep check_sweep(const SweepSpec& spec) {
   check_fields(spec);
   check_space(spec);
+  if (!spec.command.is_null()) check_command(spec);
   CheckedSweep checked;
   checked.searcher = within("search", [&] {
     return make_searcher(spec.search_options(), spec.param_space, spec.num_samples, spec.points_to_evaluate);
@@ -196,10 +233,15 @@ Json SweepSpec::to_json() const {
             {"result_timeout_s", failure.result_timeout_s ? Json(*failure.result_timeout_s) : Json()},
             {"max_host_failures", failure.max_host_failures}}},
           {"data", data},
-          {"preprocess", preprocess}};
+          {"preprocess", preprocess},
+          {"command", command}};
 }
 
-Json SweepSpec::setup() const { return {{"data", data}, {"preprocess", preprocess}}; }
+Json SweepSpec::setup() const {
+  Json setup = {{"data", data}, {"preprocess", preprocess}};
+  if (!command.is_null()) setup["command"] = command;
+  return setup;
+}
 
 // Missing keys keep their defaults, so JSON written by an older tune still loads.
 SweepSpec SweepSpec::from_json(const Json& json) {
@@ -246,6 +288,7 @@ SweepSpec SweepSpec::from_json(const Json& json) {
     s.failure.max_host_failures = f.value("max_host_failures", s.failure.max_host_failures);
     if (json.contains("data")) s.data = json["data"];
     if (json.contains("preprocess")) s.preprocess = json["preprocess"];
+    if (json.contains("command")) s.command = json["command"];
   } catch (const Json::exception& e) {
     throw ConfigError(std::string("invalid sweep spec JSON: ") + e.what());
   }

@@ -102,8 +102,13 @@ struct SweepSpec {
   // starts. Default: null (none).
   Json data;
   Json preprocess;
+  // A command trainable (`trainable: {command: [...], cwd, env,
+  // stop_grace_s}`): {"argv": [...], "cwd": absolute dir, "env": {...},
+  // "stop_grace_s": s}; `trainable` is then "command". Null otherwise.
+  Json command;
 
-  // {"data": data, "preprocess": preprocess}: what Session::setup() returns.
+  // {"data": data, "preprocess": preprocess, "command": command (when set)}:
+  // what Session::setup() returns.
   Json setup() const;
 
   // Throws ConfigError if inconsistent (mode without metric, bad values, bad

@@ -59,6 +59,7 @@ class InProcessSession : public SessionBase {
   const void* mpi_communicator_handle() const override { return nullptr; }
   int rank() const override { return 0; }
   int world_size() const override { return 1; }
+  bool stop_requested() const override { return job_->cancelled; }
 
  protected:
   Verdict exchange(const Json& metrics, const std::string& checkpoint_dir) override {

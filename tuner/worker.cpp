@@ -1,7 +1,10 @@
 #include "tuner/worker.h"
 
 #include <mpi.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <poll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -14,6 +17,7 @@
 #include <thread>
 
 #include "tuner/checkpoint_transfer.h"
+#include "tuner/command_trainable.h"
 #include "tuner/group_executor.h"
 #include "tuner/protocol.h"
 #include "tuner/session_base.h"
@@ -235,6 +239,22 @@ class DriverWatch {
 
 }  // namespace
 
+// The address this host reaches the driver from (TCP across hosts; a
+// local socket means one machine: loopback), for trainables that open their
+// own connections between ranks (command trainables' MASTER_ADDR).
+void publish_node_address(int fd) {
+  sockaddr_storage local{};
+  socklen_t size = sizeof local;
+  char text[INET6_ADDRSTRLEN] = "127.0.0.1";
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &size) == 0) {
+    if (local.ss_family == AF_INET)
+      ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(&local)->sin_addr, text, sizeof text);
+    else if (local.ss_family == AF_INET6)
+      ::inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(&local)->sin6_addr, text, sizeof text);
+  }
+  ::setenv(kNodeAddressEnv, text, 1);
+}
+
 void run_worker() {
   int provided = 0, argc = 0;
   char** argv = nullptr;
@@ -246,6 +266,7 @@ void run_worker() {
     try {
       const char* token = std::getenv(kTokenEnv);
       fd = connect_driver(std::getenv(kEndpointEnv), token ? token : "");
+      publish_node_address(fd);
     } catch (const std::exception& e) {
       std::cerr << "tune worker: " << e.what() << "\n";
       MPI_Abort(MPI_COMM_WORLD, 71);
@@ -268,6 +289,7 @@ void run_worker() {
 
     UpMessage outcome = DoneMessage{};
     bool fatal = false;
+    if (start.trainable == "command") register_command_trainable();
     const RegisteredTrainable* trainable = find_trainable(start.trainable);
     if (!trainable) {
       outcome = ErrorMessage{"unknown trainable '" + start.trainable + "' in worker"};

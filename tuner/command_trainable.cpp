@@ -1,0 +1,573 @@
+// The "command" trainable (contract in tuner/command_trainable.h): one
+// child process per rank, its stdout read line by line for `@tune` results,
+// its stderr kept for the failure message. Ranks of a worker group agree on
+// each step through a one-byte broadcast from rank 0 ('r' a result follows,
+// 'e' the program ended, 'f' it failed), so every rank calls report() as
+// often as rank 0 does, while each still watches its own child.
+#include "tuner/command_trainable.h"
+
+#include <fcntl.h>
+#include <mpi.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <thread>
+
+#include "base/error.h"
+#include "trainer/communicator.h"
+#include "trainer/session.h"
+#include "tuner/command_spec.h"
+#include "tuner/group_executor.h"
+#include "tuner/transport.h"
+
+extern char** environ;
+
+namespace tune::internal {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+constexpr const char* kResultPrefix = "@tune ";
+constexpr size_t kMaxLine = size_t{16} << 20;  // a longer stdout line fails the trial
+constexpr size_t kStderrTail = 4096;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// A free TCP port on `address`, bound and released (as torchrun picks one).
+int free_port(const std::string& address) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  if (::inet_pton(AF_INET, address.c_str(), &a.sin_addr) != 1) a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  int port = 0;
+  socklen_t size = sizeof a;
+  if (fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &size) == 0)
+    port = ntohs(a.sin_port);
+  if (fd >= 0) ::close(fd);
+  if (port == 0) throw Error("cannot find a free TCP port on " + address + ": " + std::strerror(errno));
+  return port;
+}
+
+// Waits for a non-blocking collective, calling `idle` between tests (the
+// caller's child keeps being read; idle may throw).
+template <typename Idle>
+void wait_request(MPI_Request& request, Idle idle) {
+  int done = 0;
+  while (MPI_Test(&request, &done, MPI_STATUS_IGNORE), !done) idle();
+}
+
+// Rank 0's `text` on every rank (at most 255 bytes).
+template <typename Idle>
+std::string share_text(MPI_Comm comm, int rank, const std::string& text, Idle idle) {
+  char buffer[256] = {0};
+  if (rank == 0) std::snprintf(buffer, sizeof buffer, "%s", text.c_str());
+  MPI_Request request;
+  MPI_Ibcast(buffer, sizeof buffer, MPI_CHAR, 0, comm, &request);
+  wait_request(request, idle);
+  return buffer;
+}
+
+// ---- the child process --------------------------------------------------
+
+class Child {
+ public:
+  // Starts argv in cwd with env, in its own process group, killed if this
+  // thread's process dies. Throws Error if it cannot be executed.
+  Child(const std::vector<std::string>& argv, const std::string& cwd, const std::vector<std::string>& env,
+        const std::string& log_prefix) {
+    std::vector<char*> args, envp;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+    envp.push_back(nullptr);
+    int out[2], err[2], failed[2];
+    if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0 || ::pipe2(failed, O_CLOEXEC) != 0)
+      throw Error(std::string("cannot create pipes for the trial's program: ") + std::strerror(errno));
+    const pid_t parent = ::getpid();
+    pid_ = ::fork();
+    if (pid_ < 0) throw Error(std::string("cannot start the trial's program: fork: ") + std::strerror(errno));
+    if (pid_ == 0) {
+      // Only async-signal-safe calls until exec.
+      ::setpgid(0, 0);
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != parent) ::_exit(127);
+      const int null = ::open("/dev/null", O_RDONLY);
+      if (null >= 0) ::dup2(null, 0);
+      ::dup2(out[1], 1);
+      ::dup2(err[1], 2);
+      int code;  // negative: chdir failed; positive: exec failed
+      if (::chdir(cwd.c_str()) != 0) {
+        code = -errno;
+      } else {
+        ::execvpe(args[0], args.data(), envp.data());
+        code = errno;
+      }
+      (void)!::write(failed[1], &code, sizeof code);
+      ::_exit(127);
+    }
+    ::setpgid(pid_, pid_);  // also here: no race with an early kill
+    ::close(out[1]);
+    ::close(err[1]);
+    ::close(failed[1]);
+    out_ = out[0];
+    err_ = err[0];
+    int code = 0;
+    ssize_t n;
+    while ((n = ::read(failed[0], &code, sizeof code)) < 0 && errno == EINTR) {
+    }
+    ::close(failed[0]);
+    if (n == sizeof code) {
+      reap(true);
+      if (code < 0) throw Error("cannot enter " + cwd + " to run the trial's program: " + std::strerror(-code));
+      throw Error("cannot run '" + argv[0] + "' (in " + cwd + "): " + std::strerror(code));
+    }
+    stdout_log_.open(log_prefix + "stdout.log", std::ios::app);
+    stderr_log_.open(log_prefix + "stderr.log", std::ios::app);
+  }
+
+  ~Child() {
+    if (pid_ > 0 && !exited_) {
+      ::kill(-pid_, SIGKILL);
+      reap(true);
+    }
+    if (out_ >= 0) ::close(out_);
+    if (err_ >= 0) ::close(err_);
+  }
+
+  // Reads what the program wrote, waiting up to timeout_ms; complete stdout
+  // lines starting with "@tune " are appended to `results` (the rest of the
+  // line). False once both pipes are closed.
+  bool pump(int timeout_ms, std::vector<std::string>* results) {
+    pollfd fds[2] = {{out_, POLLIN, 0}, {err_, POLLIN, 0}};
+    const int open = (out_ >= 0) + (err_ >= 0);
+    if (open == 0) return false;
+    if (::poll(fds, 2, timeout_ms) <= 0) return true;
+    char chunk[65536];
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      const ssize_t n = ::read(fds[i].fd, chunk, sizeof chunk);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        ::close(fds[i].fd);
+        (i == 0 ? out_ : err_) = -1;
+        if (i == 0 && !line_.empty()) take_line(results);  // a last line without '\n'
+        continue;
+      }
+      if (i == 1) {
+        stderr_log_.write(chunk, n);
+        stderr_log_.flush();
+        tail_.append(chunk, static_cast<size_t>(n));
+        if (tail_.size() > 2 * kStderrTail) tail_.erase(0, tail_.size() - kStderrTail);
+        continue;
+      }
+      for (ssize_t k = 0; k < n; ++k) {
+        if (chunk[k] != '\n') {
+          line_ += chunk[k];
+          if (line_.size() > kMaxLine) throw Error("the trial's program wrote a stdout line over 16 MiB");
+        } else {
+          take_line(results);
+        }
+      }
+    }
+    return out_ >= 0 || err_ >= 0;
+  }
+
+  // The exit status once it exited (non-blocking unless `block`).
+  std::optional<int> reap(bool block) {
+    if (exited_) return status_;
+    int status = 0;
+    pid_t r;
+    while ((r = ::waitpid(pid_, &status, block ? 0 : WNOHANG)) < 0 && errno == EINTR) {
+    }
+    if (r != pid_) return std::nullopt;
+    exited_ = true;
+    status_ = status;
+    return status_;
+  }
+
+  // SIGTERM to the process group, SIGKILL after `grace` s; reads on while
+  // it stops (a program flushing its last lines must not block on a pipe).
+  void stop(double grace) {
+    if (exited_) return;
+    ::kill(-pid_, SIGTERM);
+    const auto start = Clock::now();
+    while (!reap(false)) {
+      if (seconds_since(start) >= grace) {
+        ::kill(-pid_, SIGKILL);
+        reap(true);
+        break;
+      }
+      pump(10, nullptr);
+    }
+    ::kill(-pid_, SIGKILL);  // whatever it left behind in its group
+  }
+
+  // "exited with status 3: <end of stderr>" / "was killed by signal 9".
+  std::string describe(int status) const {
+    std::string what = WIFEXITED(status) ? "exited with status " + std::to_string(WEXITSTATUS(status))
+                                         : "was killed by signal " + std::to_string(WTERMSIG(status)) + " (" +
+                                               strsignal(WTERMSIG(status)) + ")";
+    std::string tail = tail_.size() > kStderrTail ? tail_.substr(tail_.size() - kStderrTail) : tail_;
+    // The last few lines, on one line.
+    std::vector<std::string> lines;
+    size_t start = 0;
+    while (start < tail.size()) {
+      size_t end = tail.find('\n', start);
+      if (end == std::string::npos) end = tail.size();
+      std::string line = tail.substr(start, end - start);
+      if (line.find_first_not_of(" \t\r") != std::string::npos) lines.push_back(line);
+      start = end + 1;
+    }
+    std::string last;
+    for (size_t i = lines.size() > 5 ? lines.size() - 5 : 0; i < lines.size(); ++i)
+      last += (last.empty() ? "" : " | ") + lines[i];
+    if (last.size() > 1000) last = "..." + last.substr(last.size() - 1000);
+    return last.empty() ? what : what + ": " + last;
+  }
+
+ private:
+  void take_line(std::vector<std::string>* results) {
+    stdout_log_ << line_ << '\n';
+    stdout_log_.flush();
+    if (results && line_.rfind(kResultPrefix, 0) == 0) results->push_back(line_.substr(std::strlen(kResultPrefix)));
+    line_.clear();
+  }
+
+  pid_t pid_ = -1;
+  int out_ = -1, err_ = -1;
+  bool exited_ = false;
+  int status_ = 0;
+  std::string line_, tail_;
+  std::ofstream stdout_log_, stderr_log_;
+};
+
+// ---- results --------------------------------------------------------------
+
+// Python's json.dumps writes NaN and Infinity, which JSON lacks: read them
+// as the non-finite numbers they are (the driver then fails the trial as for
+// any NaN metric).
+Json parse_result(const std::string& text) {
+  static const char* const kNames[] = {"-Infinity", "Infinity", "NaN"};
+  static const char* const kMarks[] = {"\"\\u0001-inf\"", "\"\\u0001inf\"", "\"\\u0001nan\""};
+  std::string clean;
+  bool in_string = false, marked = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      clean += c;
+      if (c == '\\' && i + 1 < text.size()) clean += text[++i];
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') in_string = true;
+    bool replaced = false;
+    for (int k = 0; k < 3 && !replaced; ++k) {
+      const size_t n = std::strlen(kNames[k]);
+      if (text.compare(i, n, kNames[k]) == 0) {
+        clean += kMarks[k];
+        i += n - 1;
+        replaced = marked = true;
+      }
+    }
+    if (!replaced) clean += c;
+  }
+  Json result = Json::parse(clean, nullptr, false);
+  std::string shown = text.size() > 80 ? text.substr(0, 80) + "..." : text;
+  if (result.is_discarded() || !result.is_object())
+    throw Error("the program printed `@tune " + shown + "`, which is not a JSON object (write @tune {\"loss\": 0.5})");
+  if (marked) {
+    for (auto& [key, value] : result.items()) {
+      if (!value.is_string()) continue;
+      const std::string s = value.get<std::string>();
+      if (s == "\x01nan") value = std::numeric_limits<double>::quiet_NaN();
+      else if (s == "\x01inf") value = std::numeric_limits<double>::infinity();
+      else if (s == "\x01-inf") value = -std::numeric_limits<double>::infinity();
+    }
+  }
+  return result;
+}
+
+// Takes the folder a result names as the result's checkpoint: renamed
+// whole (one atomic step) onto a new checkpoint folder of the session, or
+// copied across file systems. TUNE_CHECKPOINT_DIR itself is made again,
+// empty, for the next one.
+std::string take_checkpoint(Session& session, const Json& named, const std::string& cwd, const std::string& handoff) {
+  if (!named.is_string() || named.get<std::string>().empty())
+    throw Error("the program's @tune \"checkpoint\" must be a folder path, got " + named.dump());
+  fs::path from(named.get<std::string>());
+  if (from.is_relative()) from = fs::path(cwd) / from;
+  from = from.lexically_normal();
+  std::error_code ec;
+  if (!fs::is_directory(from, ec))
+    throw Error("the program's @tune result names checkpoint " + from.string() + ", which is not a folder");
+  const std::string dir = session.make_checkpoint_dir();  // new and empty: rename may replace it
+  fs::rename(from, dir, ec);
+  if (ec) {  // another file system
+    ec.clear();
+    fs::copy(from, dir, fs::copy_options::recursive | fs::copy_options::overwrite_existing, ec);
+    if (ec) throw Error("cannot take checkpoint " + from.string() + ": " + ec.message());
+    fs::remove_all(from, ec);
+  }
+  if (from == fs::path(handoff).lexically_normal()) fs::create_directories(handoff, ec);
+  return dir;
+}
+
+// ---- the environment ------------------------------------------------------
+
+bool is_internal_variable(const std::string& name) {
+  // The driver's endpoint and token are the worker's, not the program's; an
+  // MPI program started by a rank must not take itself for part of tune's job.
+  static const std::set<std::string> names = {kEndpointEnv, kTokenEnv, kGroupEnv, kRankGpusEnv, kNodeAddressEnv};
+  return names.count(name) || name.rfind("OMPI_", 0) == 0 || name.rfind("PMIX_", 0) == 0 ||
+         name.rfind("OPAL_", 0) == 0 || name.rfind("PRTE_", 0) == 0;
+}
+
+std::vector<std::string> child_environment(const std::map<std::string, std::string>& set) {
+  std::vector<std::string> env;
+  for (char** e = environ; e && *e; ++e) {
+    const std::string entry = *e;
+    const std::string name = entry.substr(0, entry.find('='));
+    if (is_internal_variable(name) || set.count(name)) continue;
+    env.push_back(entry);
+  }
+  for (const auto& [name, value] : set) env.push_back(name + "=" + value);
+  return env;
+}
+
+int env_int(const char* name, int fallback) {
+  const char* value = std::getenv(name);
+  return value && *value ? std::atoi(value) : fallback;
+}
+
+// ---- the trainable ----------------------------------------------------------
+
+void run_command(Session& session) {
+  const CommandSpec spec = CommandSpec::from_json(session.setup().at("command"));
+  const Json& config = session.config();
+  const int rank = session.rank(), world = session.world_size();
+  const MPI_Comm comm = communicator(session);
+  const bool group = world > 1 && comm != MPI_COMM_NULL;
+
+  std::vector<std::string> argv;
+  for (const auto& a : spec.argv) argv.push_back(substitute(a, config));
+  std::map<std::string, std::string> env;
+  for (const auto& [name, value] : spec.env) env[name] = substitute(value, config);
+
+  const std::string trial_dir = session.trial_dir();
+  const std::string handoff = (fs::path(trial_dir) / "checkpoint_next").string();
+  std::unique_ptr<Child> child;
+  auto idle = [&] {
+    if (!child) return;
+    child->pump(20, nullptr);
+  };
+
+  // Rendezvous, as torchrun gives it: rank 0's address and a free port.
+  std::string master = "127.0.0.1";
+  if (rank == 0) {
+    const char* node = std::getenv(kNodeAddressEnv);
+    if (group && node && *node) master = node;
+    std::error_code ec;
+    fs::remove_all(handoff, ec);
+  }
+  std::string rendezvous = master + " " + std::to_string(rank == 0 ? free_port(master) : 0);
+  if (group) rendezvous = share_text(comm, rank, rendezvous, idle);
+  master = rendezvous.substr(0, rendezvous.find(' '));
+  const std::string port = rendezvous.substr(rendezvous.find(' ') + 1);
+  // TF_CONFIG: every rank's host:port.
+  std::string self = master.rfind("127.", 0) == 0 ? "127.0.0.1" : address_toward(master);
+  if (self.empty()) self = "127.0.0.1";
+  char mine[64] = {0};
+  std::snprintf(mine, sizeof mine, "%s:%d", self.c_str(), free_port(self));
+  std::vector<char> all(static_cast<size_t>(64) * world, 0);
+  if (group) {
+    MPI_Request request;
+    MPI_Iallgather(mine, 64, MPI_CHAR, all.data(), 64, MPI_CHAR, comm, &request);
+    wait_request(request, idle);
+  } else {
+    std::memcpy(all.data(), mine, 64);
+  }
+  Json workers = Json::array();
+  for (int r = 0; r < world; ++r) workers.push_back(std::string(all.data() + 64 * r));
+  const Json tf_config = {{"cluster", {{"worker", workers}}}, {"task", {{"type", "worker"}, {"index", rank}}}};
+
+  std::error_code ec;
+  fs::create_directories(handoff, ec);
+  env["TUNE_CONFIG"] = config.dump();
+  env["TUNE_TRIAL_DIR"] = trial_dir;
+  env["TUNE_CHECKPOINT_DIR"] = handoff;
+  env["TUNE_ITERATION"] = std::to_string(session.iteration());
+  env["TUNE_EXPERIMENT"] = session.experiment_name();
+  env["TUNE_TRIAL_NAME"] = session.trial_name();
+  if (session.checkpoint()) env["TUNE_RESTORE_FROM"] = session.checkpoint()->path;
+  env["RANK"] = std::to_string(rank);
+  env["WORLD_SIZE"] = std::to_string(world);
+  env["LOCAL_RANK"] = std::to_string(env_int("OMPI_COMM_WORLD_LOCAL_RANK", 0));
+  env["LOCAL_WORLD_SIZE"] = std::to_string(env_int("OMPI_COMM_WORLD_LOCAL_SIZE", world));
+  env["GROUP_RANK"] = std::to_string(env_int("OMPI_COMM_WORLD_NODE_RANK", 0));
+  env["MASTER_ADDR"] = master;
+  env["MASTER_PORT"] = port;
+  env["TF_CONFIG"] = tf_config.dump();
+  std::vector<std::string> environment = child_environment(env);
+  if (!session.checkpoint()) {
+    environment.erase(std::remove_if(environment.begin(), environment.end(),
+                                     [](const std::string& e) { return e.rfind("TUNE_RESTORE_FROM=", 0) == 0; }),
+                      environment.end());
+  }
+
+  const std::string logs = (fs::path(trial_dir) / (rank == 0 ? "" : "rank" + std::to_string(rank) + ".")).string();
+  child = std::make_unique<Child>(argv, spec.cwd, environment, logs);
+  const std::string shown = "`" + argv[0] + "`";
+
+  // Every rank: the verdict stops the program (pause, stop, sweep end).
+  auto report = [&](const Json& metrics, const std::string& checkpoint) {
+    try {
+      session.report(metrics, checkpoint);
+    } catch (const TrialStopped&) {
+      child->stop(spec.stop_grace_s);
+      throw;
+    }
+  };
+  auto flag = [&](char value) {
+    MPI_Request request;
+    MPI_Ibcast(&value, 1, MPI_CHAR, 0, comm, &request);
+    wait_request(request, idle);
+  };
+
+  if (rank == 0) {
+    std::vector<std::string> results;
+    bool open = true;
+    while (open) {
+      if (session.stop_requested()) {
+        child->stop(spec.stop_grace_s);
+        throw TrialStopped{};
+      }
+      results.clear();
+      open = child->pump(100, &results);
+      for (const auto& text : results) {
+        Json metrics;
+        std::string checkpoint;
+        try {
+          metrics = parse_result(text);
+          if (metrics.contains("checkpoint")) {
+            checkpoint = take_checkpoint(session, metrics["checkpoint"], spec.cwd, handoff);
+            metrics.erase("checkpoint");
+          }
+        } catch (const Error&) {
+          child->stop(spec.stop_grace_s);
+          if (group) flag('f');
+          throw;
+        }
+        if (group) flag('r');
+        report(metrics, checkpoint);
+      }
+    }
+    const int status = *child->reap(true);
+    const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    if (group) flag(ok ? 'e' : 'f');
+    if (!ok) throw Error(shown + " " + child->describe(status));
+    return;
+  }
+
+  // Ranks != 0 follow rank 0, watching their own program meanwhile.
+  auto watch = [&] {
+    child->pump(20, nullptr);
+    if (auto status = child->reap(false); status && !(WIFEXITED(*status) && WEXITSTATUS(*status) == 0))
+      throw Error("rank " + std::to_string(rank) + ": " + shown + " " + child->describe(*status));
+  };
+  while (true) {
+    char value = 0;
+    MPI_Request request;
+    MPI_Ibcast(&value, 1, MPI_CHAR, 0, comm, &request);
+    wait_request(request, watch);
+    if (value == 'r') {
+      report(Json::object(), "");
+    } else if (value == 'e') {
+      // Rank 0's program is done; this one should be too (bounded wait).
+      const auto start = Clock::now();
+      while (!child->reap(false) && seconds_since(start) < spec.stop_grace_s + 30) child->pump(20, nullptr);
+      child->stop(spec.stop_grace_s);
+      return;
+    } else {
+      child->stop(spec.stop_grace_s);  // rank 0 failed and says why
+      return;
+    }
+  }
+}
+
+// Before anything runs: the folder exists and the program can be found.
+void check_command_setup(const Json& setup) {
+  if (!setup.contains("command") || setup["command"].is_null())
+    throw ConfigError::at("trainable", "trainable 'command' needs its program: trainable: {command: [program, args...]}");
+  if (!setup["data"].is_null() || !setup["preprocess"].is_null())
+    throw ConfigError::at(setup["data"].is_null() ? "preprocess" : "data",
+                          "a command trainable takes no data: or preprocess: block (pass files through its arguments)");
+  const CommandSpec spec = CommandSpec::from_json(setup["command"]);
+  std::error_code ec;
+  if (!fs::is_directory(spec.cwd, ec))
+    throw ConfigError::at("trainable.cwd", "trainable.cwd " + spec.cwd + " is not a folder");
+  const std::string& program = spec.argv.at(0);
+  if (program.find('{') != std::string::npos) return;  // a placeholder: known per trial
+  auto executable = [](const fs::path& p) {
+    std::error_code e;
+    return fs::is_regular_file(p, e) && ::access(p.c_str(), X_OK) == 0;
+  };
+  bool found = false;
+  if (program.find('/') != std::string::npos) {
+    fs::path p(program);
+    found = executable(p.is_relative() ? fs::path(spec.cwd) / p : p);
+  } else if (const char* path = std::getenv("PATH")) {
+    std::string dirs = path;
+    for (size_t start = 0; start <= dirs.size() && !found;) {
+      size_t end = dirs.find(':', start);
+      if (end == std::string::npos) end = dirs.size();
+      const std::string dir = dirs.substr(start, end - start);
+      found = executable(fs::path(dir.empty() ? "." : dir) / program);
+      start = end + 1;
+    }
+  }
+  if (!found)
+    throw ConfigError::at("trainable.command[0]",
+                          "program '" + program + "' not found" +
+                              (program.find('/') != std::string::npos ? " (or not executable) in " + spec.cwd
+                                                                      : " on PATH") +
+                              "; a script needs its interpreter first: [python3, train.py, ...]");
+}
+
+}  // namespace
+
+void register_command_trainable() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    TrainableInfo info;
+    info.in_process = true;  // a thread that waits on a child process; groups run it per rank
+    info.description = "any program: `trainable: {command: [...]}` (results on stdout as @tune {json})";
+    info.check_setup = check_command_setup;
+    register_trainable("command", run_command, info);
+  });
+}
+
+}  // namespace tune::internal
