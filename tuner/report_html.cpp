@@ -56,16 +56,51 @@ std::string escape_html(const std::string& text) {
   return out;
 }
 
-// JSON inside <script>: "<" only occurs in strings, where \u003c means the
-// same, and then no "</script>" or "<!--" can end the element early.
-void append_script_safe(std::string& out, const std::string& json) {
-  out.reserve(out.size() + json.size());
-  for (char c : json) {
-    if (c == '<') {
-      out += "\\u003c";
-    } else {
-      out += c;
+// Script text as ASCII: each UTF-8 character outside ASCII becomes \uXXXX (a
+// surrogate pair above U+FFFF), which means the same in a JSON or JavaScript
+// string, regular expression or comment, the only places such characters
+// occur in ECharts, the page's code and the data (never after a backslash,
+// which the escape would turn into a backslash of its own). One such
+// character (ECharts has a few hundred: Chinese locale strings) makes
+// Chromium keep a whole script's text at 16 bits a character and decode the
+// page more slowly. Bytes that are not UTF-8 are copied as they are. With
+// `json`, "<" becomes \u003c too: it only occurs in strings, where that means
+// the same, and then no "</script>" or "<!--" can end the element early.
+void append_ascii(std::string& out, std::string_view text, bool json) {
+  out.reserve(out.size() + text.size());
+  const auto escape = [&out](unsigned unit) { out += fmt::format("\\u{:04x}", unit); };
+  for (size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x80) {
+      if (json && c == '<') {
+        escape(c);
+      } else {
+        out += static_cast<char>(c);
+      }
+      continue;
     }
+    const size_t length = c < 0xC2 ? 0 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : c < 0xF5 ? 4 : 0;
+    unsigned code = length == 4 ? c & 0x07u : length == 3 ? c & 0x0Fu : c & 0x1Fu;
+    bool valid = length > 0 && i + length <= text.size();
+    for (size_t k = 1; valid && k < length; ++k) {
+      const auto next = static_cast<unsigned char>(text[i + k]);
+      valid = (next & 0xC0) == 0x80;
+      code = (code << 6) | (next & 0x3Fu);
+    }
+    // Overlong forms, surrogates and values past U+10FFFF are not UTF-8.
+    valid = valid && !(length == 3 && (code < 0x800 || (code >= 0xD800 && code < 0xE000))) &&
+            !(length == 4 && (code < 0x10000 || code > 0x10FFFF));
+    if (!valid) {
+      out += static_cast<char>(c);
+      continue;
+    }
+    if (code >= 0x10000) {
+      escape(0xD800 + ((code - 0x10000) >> 10));
+      escape(0xDC00 + ((code - 0x10000) & 0x3FF));
+    } else {
+      escape(code);
+    }
+    i += length - 1;
   }
 }
 
@@ -116,13 +151,13 @@ std::string render_report(Store& store, const std::string& storage_path, const s
   page += "<main id=\"tune-report\" data-state=\"loading\"></main>\n<script>";
   page += kErrorCollector;
   page += "</script>\n<script>";
-  page += asset("echarts.min.js");
+  append_ascii(page, asset("echarts.min.js"), false);
   page += "</script>\n<script type=\"application/json\" id=\"tune-data\">";
-  append_script_safe(page, data);
+  append_ascii(page, data, true);
   page += "</script>\n";
   for (const char* script : {"report.js", "report_charts.js", "report_schedule.js"}) {
     page += "<script>";
-    page += asset(script);
+    append_ascii(page, asset(script), false);
     page += "</script>\n";
   }
   page += "<script>tuneReport.main();</script>\n</body></html>\n";

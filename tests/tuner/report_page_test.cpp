@@ -69,6 +69,27 @@ TEST(ReportPage, IsOneFileWithItsDataIntactWhateverTheStoreHolds) {
   EXPECT_FALSE(data["live"].get<bool>());
 }
 
+TEST(ReportPage, IsAsciiAndItsTextMeansTheSame) {
+  // Chromium keeps a script with one character beyond ASCII at 16 bits a
+  // character: the page escapes them (ECharts has a few hundred).
+  TempDir dir;
+  auto store = Store::open(dir.path());
+  const int64_t id = store->create_experiment(ExperimentRecord{0, "na\u00efve", "FINISHED", "loss", "min"});
+  const std::string note = "caf\u00e9 \u2713 \U0001F600 <\u00e9>";
+  const int64_t trial = store->add_trial(id, 0, {{"note", note}});
+  store->set_trial_status(trial, kRunning, 1);
+  store->add_result(trial, 1, 1, {{"loss", 1}}, 2);
+  store->set_trial_status(trial, kTerminated, 3);
+  const std::string page = render_report(*store, dir.path(), {"na\u00efve"});
+  size_t beyond = 0;
+  for (char c : page) beyond += static_cast<unsigned char>(c) >= 0x80;
+  EXPECT_EQ(beyond, 2u);  // the title's "\u00ef" (HTML, not script)
+  EXPECT_NE(page.find("\\ud83d\\ude00"), std::string::npos);  // a surrogate pair
+  const Json data = page_data(page);
+  EXPECT_EQ(data["experiments"][0]["summary"]["name"], "na\u00efve");
+  EXPECT_EQ(data["experiments"][0]["trials"]["p"][0][0], note);
+}
+
 TEST(ReportPage, ARunningExperimentMakesThePageLive) {
   SmallStore s("RUNNING");
   ReportOptions options;

@@ -26,6 +26,9 @@
   'use strict';
 
   var T = (window.tuneReport = { builders: [], charts: [], experiments: [] });
+  // performance.mark('tune:...') at each step of loading, for profiling.
+  T.mark = function (name) { if (window.performance && performance.mark) performance.mark('tune:' + name); };
+  T.mark('scripts');
   var COLORS = ['#3b63c4', '#e8833a', '#3aa55d', '#c43b5c', '#8a5cc4', '#2ab0b8', '#b8a22a', '#6b7280'];
   T.COLORS = COLORS;
   T.MARKS = {
@@ -60,6 +63,15 @@
     return Math.floor(s / 3600) + ' h ' + Math.round((s % 3600) / 60) + ' min';
   };
 
+  // A Unix time as local "2026-11-25 15:44:36" (toLocaleString's first call
+  // sets up ICU's date formats: ~50 ms before the first chart).
+  T.date = function (seconds) {
+    var d = new Date(seconds * 1000);
+    function two(n) { return (n < 10 ? '0' : '') + n; }
+    return d.getFullYear() + '-' + two(d.getMonth() + 1) + '-' + two(d.getDate()) + ' ' + two(d.getHours()) + ':' +
+      two(d.getMinutes()) + ':' + two(d.getSeconds());
+  };
+
   T.finite = function (v) { return v !== null && v !== undefined && isFinite(v); };
 
   // A metric's axis: log when its values are positive and span decades.
@@ -79,14 +91,23 @@
   };
 
   // Polylines as one series' data, broken between them (ECharts draws one
-  // series far faster than thousands).
-  T.breaks = function (polylines) {
-    var flat = [];
-    polylines.forEach(function (coords) {
-      for (var i = 0; i < coords.length; i++) flat.push(coords[i]);
-      flat.push([null, null]);
-    });
-    return flat;
+  // series far faster than thousands): `n` polylines of at most `size`
+  // points in all, as one Float64Array x0, y0, x1, y1, ... with NaN, NaN
+  // after each (ECharts takes a typed array as it is; an array of points it
+  // copies and boxes point by point). each(i, add) calls add(x, y) for the
+  // points of polyline i.
+  T.breaks = function (n, size, each) {
+    var flat = new Float64Array(2 * (size + n)), at = 0;
+    function add(x, y) {
+      flat[at++] = x;
+      flat[at++] = y;
+    }
+    for (var i = 0; i < n; i++) {
+      var before = at;
+      each(i, add);
+      if (at > before) add(NaN, NaN);
+    }
+    return flat.subarray(0, at);
   };
 
   // Buttons in a panel's title that switch a chart between views.
@@ -134,14 +155,17 @@
     return lo < Infinity && hi / lo > 1000;
   };
 
-  // Adds a chart to `panel`: drawn once every section is laid out (so each
-  // chart gets its final width); `select(trial)` redraws its highlight and
-  // `setup(chart)` runs right after it is drawn.
   // Registers a chart builder: build(experiment, grid) adds its panel(s);
   // `order` places it on the page (history 10, curves 20, scheduler views
   // 30-32, importance 35, parallel 40, slices 60, timeline 70).
   T.builder = function (order, build) { T.builders.push({ order: order, build: build }); };
 
+  // Adds a chart to `panel`: drawn once every section is laid out (so each
+  // chart gets its final width) and it comes near the viewport. `option` is
+  // the ECharts option or a function that makes it, called only then (so a
+  // chart below the fold costs nothing until it is scrolled to); a builder
+  // only decides at once whether it has something to draw. `select(trial)`
+  // redraws its highlight and `setup(chart)` runs right after it is drawn.
   T.chart = function (e, panel, kind, option, select, setup) {
     var div = T.el('div', { 'class': 'tune-chart', 'data-chart': kind }, panel);
     var entry = { kind: kind, chart: null, div: div, select: select || null, drawn: false, experiment: e,
@@ -160,6 +184,7 @@
     chart.on('finished', function () {
       if (entry.drawn) return;
       entry.drawn = true;
+      T.mark('drawn ' + entry.kind);
       entry.div.setAttribute('data-elements', String(chart.getZr().storage.getDisplayList().length));
       T.drawn += 1;
       T.root.setAttribute('data-drawn', String(T.drawn));
@@ -174,13 +199,25 @@
     });
     var option = entry.option;
     entry.option = null;
+    if (typeof option === 'function') {
+      T.mark('option ' + entry.kind);
+      try {
+        option = option();
+      } catch (err) {
+        // Counted as drawn (empty), so the page still gets ready; the error is shown.
+        console.error('chart failed: ' + (err && err.stack ? err.stack : err));
+        option = {};
+      }
+    }
     option.animation = false;
     // An axis drawn where the other crosses zero would cut through the plot.
     [].concat(option.xAxis || [], option.yAxis || []).forEach(function (axis) {
       axis.axisLine = axis.axisLine || {};
       axis.axisLine.onZero = false;
     });
+    T.mark('draw ' + entry.kind);
     chart.setOption(option);
+    T.mark('set ' + entry.kind);
     if (entry.setup) entry.setup(chart);
     if (entry.select && e.selected !== null && e.selected !== undefined) entry.select(e.selected);
   }
@@ -220,6 +257,7 @@
     if (T.root.getAttribute('data-state') === 'ready') return;
     T.root.setAttribute('data-render-ms', String(Math.round(performance.now())));
     T.root.setAttribute('data-state', 'ready');
+    T.mark('ready');
     var match = /^#e(\d+)-t(\d+)$/.exec(location.hash);
     if (match && T.experiments[+match[1]]) {
       var e = T.experiments[+match[1]];
@@ -282,7 +320,7 @@
     var s = e.data.summary;
     var section = T.el('section', { 'class': 'experiment', id: 'experiment-' + e.number }, T.root);
     T.el('h2', {}, section, s.name);
-    T.el('p', { 'class': 'sub' }, section, 'created ' + new Date(s.created_at * 1000).toLocaleString());
+    T.el('p', { 'class': 'sub' }, section, 'created ' + T.date(s.created_at));
     summaryCard(e, T.el('div', { 'class': 'summary' }, section));
     e.selectedBox = T.el('div', { 'class': 'selected', hidden: '' }, section);
     var grid = T.el('div', { 'class': 'grid' }, section);
@@ -296,7 +334,9 @@
   }
 
   T.main = function () {
+    T.mark('main');
     var data = JSON.parse(document.getElementById('tune-data').textContent);
+    T.mark('parsed');
     T.data = data;
     T.root = document.getElementById('tune-report');
     T.pending = 1;  // held until every section is laid out
@@ -307,7 +347,7 @@
     var head = T.el('header', {}, T.root);
     T.el('h1', {}, head, 'tune report');
     var sub = T.el('p', { 'class': 'sub' }, head, data.experiments.map(function (x) { return x.summary.name; }).join(', ') +
-      ' — ' + data.storage + ' — generated ' + new Date(data.generated_at * 1000).toLocaleString() + ' ');
+      ' — ' + data.storage + ' — generated ' + T.date(data.generated_at) + ' ');
     if (data.live) T.el('span', { 'class': 'live' }, sub, 'live: refreshing every ' + data.reload_s + ' s');
     data.experiments.forEach(function (x, n) {
       var e = { number: n, data: x, pos: {}, selected: null };
@@ -316,6 +356,7 @@
     });
     if (T.compare && T.experiments.length > 1) T.compare(T.experiments, T.root);
     T.experiments.forEach(experimentSection);
+    T.mark('laid out');
     T.drawn = 0;
     T.root.setAttribute('data-charts', String(T.charts.length));
     T.root.setAttribute('data-drawn', '0');
@@ -337,6 +378,7 @@
     // after that first report the charts in view are being drawn.
     var first = true;
     var observer = new IntersectionObserver(function (changes) {
+      T.mark('observed');
       changes.forEach(function (change) {
         if (!change.isIntersecting) return;
         observer.unobserve(change.target);

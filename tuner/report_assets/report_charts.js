@@ -23,12 +23,30 @@
     function x(i) { return axis === 'trial' ? t.index[i] : t.end[i]; }
     function option() {
       var sorted = rows.slice().sort(function (a, b) { return x(a) - x(b); });
+      // The best so far as steps: only where it improves, and the last trial.
       var best = [], current = null;
-      sorted.forEach(function (i) {
+      sorted.forEach(function (i, n) {
         var v = t.value[i];
-        if (current === null || (s.mode === 'max' ? v > current : v < current)) current = v;
-        best.push([x(i), current]);
+        if (current === null || (s.mode === 'max' ? v > current : v < current)) {
+          current = v;
+          best.push([x(i), current]);
+        } else if (n === sorted.length - 1) {
+          best.push([x(i), current]);
+        }
       });
+      // Beyond 2,000 points, x, y, trial in one typed array, which ECharts
+      // takes as it is (an array per point it copies and boxes).
+      var points;
+      if (rows.length > 2000) {
+        points = new Float64Array(3 * rows.length);
+        rows.forEach(function (i, n) {
+          points[3 * n] = x(i);
+          points[3 * n + 1] = t.value[i];
+          points[3 * n + 2] = t.index[i];
+        });
+      } else {
+        points = rows.map(function (i) { return [x(i), t.value[i], t.index[i]]; });
+      }
       return {
         grid: { left: 64, right: 20, top: 30, bottom: 44 }, legend: { top: 0 },
         tooltip: { trigger: 'item', formatter: function (p) {
@@ -38,14 +56,14 @@
           nameLocation: 'middle', nameGap: 26 },
         yAxis: valueAxis(s.metric, t.value),
         series: [
-          { name: 'trial', type: 'scatter', symbolSize: 6, large: true, largeThreshold: 2000,
-            data: rows.map(function (i) { return [x(i), t.value[i], t.index[i]]; }) },
+          { name: 'trial', type: 'scatter', symbolSize: 6, large: true, largeThreshold: 2000, progressive: 0,
+            dimensions: ['x', 'y', 'trial'], encode: { x: 0, y: 1 }, data: points },
           { name: 'best so far', type: 'line', step: 'end', showSymbol: false, data: best, lineStyle: { width: 2 } },
           ring()
         ]
       };
     }
-    var entry = T.chart(e, panel, 'history', option(), function (trial) {
+    var entry = T.chart(e, panel, 'history', option, function (trial) {
       var i = e.pos[trial];
       entry.chart.setOption({ series: [{ id: 'selected', data: finite(t.value[i]) ? [[x(i), t.value[i], trial]] : [] }] });
     });
@@ -61,77 +79,106 @@
   // exploited it, and failures.
   T.builder(20, function curves(e, grid) {
     var c = e.data.curves, t = e.data.trials, s = e.data.summary, m = e.data.marks, title = 'Learning curves';
-    var lines = [], xmin = Infinity, xmax = -Infinity, ys = [];
-    t.index.forEach(function (trial, i) {
-      var coords = [];
-      for (var k = c.start[i]; k < c.start[i + 1]; k++) {
-        if (!finite(c.y[k])) continue;
-        coords.push([c.x[k], c.y[k]]);
-        xmin = Math.min(xmin, c.x[k]);
-        xmax = Math.max(xmax, c.x[k]);
-        ys.push(c.y[k]);
-      }
-      if (coords.length === 1) coords.push(coords[0]);
-      if (coords.length) lines.push({ coords: coords, trial: trial, lineStyle: { color: T.COLORS[trial % T.COLORS.length] } });
-    });
-    if (!lines.length) return T.empty(grid, title, 'No results with a finite ' + (s.metric || 'metric') + ' yet.');
+    var any = false;
+    for (var k = 0; k < c.y.length && !any; k++) any = finite(c.y[k]);
+    if (!any) return T.empty(grid, title, 'No results with a finite ' + (s.metric || 'metric') + ' yet.');
     var panel = T.panel(grid, title, 'Every trial\'s ' + s.metric + ' per training iteration' +
       (s.curve_points < s.results ? ' (downsampled to ' + s.curve_points + ' of ' + s.results + ' points)' : '') + '.');
-    var yAxis = valueAxis(s.metric, ys);
-    var lo = Infinity, hi = -Infinity;
-    ys.forEach(function (y) { lo = Math.min(lo, y); hi = Math.max(hi, y); });
-    if (yAxis.type === 'value') {
-      var extent = T.niceExtent(lo, hi);
-      yAxis.min = extent[0];
-      yAxis.max = extent[1];
-    } else {
-      yAxis.min = Math.pow(10, Math.floor(Math.log10(lo)));
-      yAxis.max = Math.pow(10, Math.ceil(Math.log10(hi)));
+    // Trial row i's finite points (a single point twice, so it shows as a line).
+    function coordsOf(i) {
+      var coords = [];
+      for (var k = c.start[i]; k < c.start[i + 1]; k++) if (finite(c.y[k])) coords.push([c.x[k], c.y[k]]);
+      if (coords.length === 1) coords.push(coords[0]);
+      return coords;
     }
-    // Up to 2,000 trials: a line each (colour, hover). Beyond, one series
-    // with breaks between trials draws several times faster; pick a trial in
-    // the other charts and it is highlighted here.
-    var series = lines.length <= 2000 ? [{ name: 'trials', type: 'lines', coordinateSystem: 'cartesian2d', polyline: true,
-      data: lines, lineStyle: { width: 1, opacity: 0.6 }, emphasis: { lineStyle: { width: 3, opacity: 1 } } }]
-      : [{ name: 'trials', type: 'line', showSymbol: false, connectNulls: false, sampling: null, silent: true,
-        lineStyle: { width: 1, opacity: 0.25 }, data: T.breaks(lines.map(function (l) { return l.coords; })) }];
-    Object.keys(T.MARKS).forEach(function (kind) {
-      var data = [];
-      m.kind.forEach(function (k, n) { if (k === kind && finite(m.y[n])) data.push([m.x[n], m.y[n], m.trial[n]]); });
-      if (data.length) {
-        series.push({ name: T.MARKS[kind].label, type: 'scatter', symbol: T.MARKS[kind].symbol, symbolSize: 9, z: 5,
-          itemStyle: { color: T.MARKS[kind].color }, data: data });
+    function option() {
+      var n = t.index.length, xmin = Infinity, xmax = -Infinity, lo = Infinity, hi = -Infinity, points = 0, drawn = 0;
+      for (var i = 0; i < n; i++) {
+        var before = points;
+        for (var k = c.start[i]; k < c.start[i + 1]; k++) {
+          var x = c.x[k], y = c.y[k];
+          if (!finite(y)) continue;
+          if (x < xmin) xmin = x;
+          if (x > xmax) xmax = x;
+          if (y < lo) lo = y;
+          if (y > hi) hi = y;
+          points += 1;
+        }
+        if (points > before) drawn += 1;
       }
-    });
-    var median = e.data.median;
-    if (median.x.length && median.attribute === 'training_iteration') {
-      series.push({ name: 'median of running means', type: 'line', showSymbol: false, z: 6,
-        lineStyle: { color: '#111', type: 'dashed', width: 2 }, data: median.x.map(function (x, k) { return [x, median.y[k]]; }) });
+      var yAxis = valueAxis(s.metric, [lo, hi]);
+      if (yAxis.type === 'value') {
+        var extent = T.niceExtent(lo, hi);
+        yAxis.min = extent[0];
+        yAxis.max = extent[1];
+      } else {
+        yAxis.min = Math.pow(10, Math.floor(Math.log10(lo)));
+        yAxis.max = Math.pow(10, Math.ceil(Math.log10(hi)));
+      }
+      // Up to 2,000 trials: a line each (colour, hover). Beyond, one series
+      // with breaks between trials, its points in one typed array (ECharts
+      // neither copies nor boxes them), draws several times faster; pick a
+      // trial in the other charts and it is highlighted here.
+      var series;
+      if (drawn <= 2000) {
+        var lines = [];
+        t.index.forEach(function (trial, i) {
+          var coords = coordsOf(i);
+          if (coords.length) lines.push({ coords: coords, trial: trial, lineStyle: { color: T.COLORS[trial % T.COLORS.length] } });
+        });
+        series = [{ name: 'trials', type: 'lines', coordinateSystem: 'cartesian2d', polyline: true,
+          data: lines, lineStyle: { width: 1, opacity: 0.6 }, emphasis: { lineStyle: { width: 3, opacity: 1 } } }];
+      } else {
+        series = [{ name: 'trials', type: 'line', showSymbol: false, connectNulls: false, sampling: null, silent: true,
+          progressive: 0, lineStyle: { width: 1, opacity: 0.25 }, data: T.breaks(n, points + drawn, function (i, add) {
+            var first = -1, count = 0;
+            for (var k = c.start[i]; k < c.start[i + 1]; k++) {
+              if (!finite(c.y[k])) continue;
+              add(c.x[k], c.y[k]);
+              if (first < 0) first = k;
+              count += 1;
+            }
+            if (count === 1) add(c.x[first], c.y[first]);
+          }) }];
+      }
+      Object.keys(T.MARKS).forEach(function (kind) {
+        var data = [];
+        m.kind.forEach(function (k, n) { if (k === kind && finite(m.y[n])) data.push([m.x[n], m.y[n], m.trial[n]]); });
+        if (data.length) {
+          series.push({ name: T.MARKS[kind].label, type: 'scatter', symbol: T.MARKS[kind].symbol, symbolSize: 9, z: 5,
+            itemStyle: { color: T.MARKS[kind].color }, data: data });
+        }
+      });
+      var median = e.data.median;
+      if (median.x.length && median.attribute === 'training_iteration') {
+        series.push({ name: 'median of running means', type: 'line', showSymbol: false, z: 6,
+          lineStyle: { color: '#111', type: 'dashed', width: 2 }, data: median.x.map(function (x, k) { return [x, median.y[k]]; }) });
+      }
+      series.push({ id: 'selected', name: 'selected', type: 'lines', coordinateSystem: 'cartesian2d', polyline: true,
+        z: 9, silent: true, lineStyle: { width: 3, color: '#111', opacity: 1 }, data: [] });
+      return {
+        grid: { left: 64, right: 20, top: 34, bottom: 44 }, legend: { top: 0, type: 'scroll' },
+        tooltip: { trigger: 'item', formatter: function (p) {
+          if (p.seriesType === 'lines') return T.trialTooltip(e, p.data.trial);
+          return T.escape(p.seriesName) + ' at iteration ' + p.value[0] + '<br>' + T.trialTooltip(e, p.value[2]);
+        } },
+        xAxis: { type: 'value', min: xmin, max: xmax, name: 'training_iteration', nameLocation: 'middle', nameGap: 26 },
+        yAxis: yAxis, series: series
+      };
     }
-    series.push({ id: 'selected', name: 'selected', type: 'lines', coordinateSystem: 'cartesian2d', polyline: true,
-      z: 9, silent: true, lineStyle: { width: 3, color: '#111', opacity: 1 }, data: [] });
-    var entry = T.chart(e, panel, 'curves', {
-      grid: { left: 64, right: 20, top: 34, bottom: 44 }, legend: { top: 0, type: 'scroll' },
-      tooltip: { trigger: 'item', formatter: function (p) {
-        if (p.seriesType === 'lines') return T.trialTooltip(e, p.data.trial);
-        return T.escape(p.seriesName) + ' at iteration ' + p.value[0] + '<br>' + T.trialTooltip(e, p.value[2]);
-      } },
-      xAxis: { type: 'value', min: xmin, max: xmax, name: 'training_iteration', nameLocation: 'middle', nameGap: 26 },
-      yAxis: yAxis, series: series
-    }, function (trial) {
-      var line = lines.filter(function (l) { return l.trial === trial; });
-      entry.chart.setOption({ series: [{ id: 'selected', data: line.map(function (l) { return { coords: l.coords, trial: trial }; }) }] });
+    var entry = T.chart(e, panel, 'curves', option, function (trial) {
+      var coords = e.pos[trial] === undefined ? [] : coordsOf(e.pos[trial]);
+      entry.chart.setOption({ series: [{ id: 'selected', data: coords.length ? [{ coords: coords, trial: trial }] : [] }] });
     });
   });
 
   // A parameter's axis: numbers (log when they span decades), else categories.
   function paramAxis(values) {
-    var numeric = true, seen = {};
-    values.forEach(function (v) {
-      if (v !== null && typeof v !== 'number') numeric = false;
-      seen[typeof v === 'string' ? v : JSON.stringify(v)] = true;
-    });
+    var numeric = true;
+    for (var i = 0; i < values.length && numeric; i++) numeric = values[i] === null || typeof values[i] === 'number';
     if (numeric) return { type: T.positiveWideRange(values) ? 'log' : 'value', scale: true, numeric: true };
+    var seen = {};
+    values.forEach(function (v) { seen[typeof v === 'string' ? v : JSON.stringify(v)] = true; });
     return { type: 'category', data: Object.keys(seen), numeric: false };
   }
   function axisValue(axis, v) { return axis.numeric ? v : typeof v === 'string' ? v : JSON.stringify(v); }
@@ -156,30 +203,42 @@
     var rows = [];
     t.index.forEach(function (trial, i) { if (finite(t.value[i])) rows.push(i); });
     if (!rows.length) return T.empty(grid, title, 'No trial has a finite ' + (s.metric || 'metric') + ' yet.');
-    var axes = s.params.map(function (name, k) { return paramAxis(rows.map(function (i) { return t.p[k][i]; })); });
-    var data = [], rowOf = {};
-    rows.forEach(function (i) {
-      var value = axes.map(function (axis, k) { return axisValue(axis, t.p[k][i]); });
-      if (value.some(function (v) { return v === null; })) return;
-      value.push(t.value[i]);
-      rowOf[t.index[i]] = data.length;
-      data.push({ value: value, trial: t.index[i] });
+    // The trials drawn: those with a value on every axis (an axis of numbers,
+    // a parameter whose values are all numbers or null, has no place for null).
+    var numeric = s.params.map(function (name, k) {
+      return rows.every(function (i) { return t.p[k][i] === null || typeof t.p[k][i] === 'number'; });
+    });
+    var withMetric = rows;
+    rows = rows.filter(function (i) {
+      for (var k = 0; k < numeric.length; k++) if (numeric[k] && t.p[k][i] === null) return false;
+      return true;
     });
     var panel = T.panel(grid, title, 'Drag along an axis to brush a range; only trials inside every range stay drawn.', 'wide');
-    var status = T.el('p', { 'class': 'note' }, panel, data.length + ' trials');
-    var metricValues = data.map(function (d) { return d.value[axes.length]; });
-    var parallelAxis = axes.map(function (axis, k) {
-      return { dim: k, name: s.params[k], type: axis.type, data: axis.data, scale: true, nameTruncate: { maxWidth: 90 } };
-    });
-    parallelAxis.push({ dim: axes.length, name: s.metric, type: T.positiveWideRange(metricValues) ? 'log' : 'value', scale: true });
-    var entry = T.chart(e, panel, 'parallel', {
-      parallel: { left: 60, right: 110, top: 40, bottom: 30, parallelAxisDefault: { nameLocation: 'end', nameGap: 12 } },
-      parallelAxis: parallelAxis,
-      visualMap: colorMap(s, metricValues, axes.length, { seriesIndex: 0 }),
-      tooltip: { trigger: 'item', formatter: function (p) { return T.trialTooltip(e, p.data.trial); } },
-      series: [{ type: 'parallel', data: data, smooth: false, progressive: 20000, inactiveOpacity: 0.04, activeOpacity: 0.9,
-        lineStyle: { width: 1, opacity: data.length > 2000 ? 0.25 : 0.5 }, emphasis: { lineStyle: { width: 4, opacity: 1, color: '#111' } } }]
-    }, function (trial) {
+    var status = T.el('p', { 'class': 'note' }, panel, rows.length + ' trials');
+    var data = [], rowOf = {};
+    function option() {
+      var axes = s.params.map(function (name, k) { return paramAxis(withMetric.map(function (i) { return t.p[k][i]; })); });
+      rows.forEach(function (i) {
+        var value = axes.map(function (axis, k) { return axisValue(axis, t.p[k][i]); });
+        value.push(t.value[i]);
+        rowOf[t.index[i]] = data.length;
+        data.push({ value: value, trial: t.index[i] });
+      });
+      var metricValues = rows.map(function (i) { return t.value[i]; });
+      var parallelAxis = axes.map(function (axis, k) {
+        return { dim: k, name: s.params[k], type: axis.type, data: axis.data, scale: true, nameTruncate: { maxWidth: 90 } };
+      });
+      parallelAxis.push({ dim: axes.length, name: s.metric, type: T.positiveWideRange(metricValues) ? 'log' : 'value', scale: true });
+      return {
+        parallel: { left: 60, right: 110, top: 40, bottom: 30, parallelAxisDefault: { nameLocation: 'end', nameGap: 12 } },
+        parallelAxis: parallelAxis,
+        visualMap: colorMap(s, metricValues, axes.length, { seriesIndex: 0 }),
+        tooltip: { trigger: 'item', formatter: function (p) { return T.trialTooltip(e, p.data.trial); } },
+        series: [{ type: 'parallel', data: data, smooth: false, progressive: 20000, inactiveOpacity: 0.04, activeOpacity: 0.9,
+          lineStyle: { width: 1, opacity: data.length > 2000 ? 0.25 : 0.5 }, emphasis: { lineStyle: { width: 4, opacity: 1, color: '#111' } } }]
+      };
+    }
+    var entry = T.chart(e, panel, 'parallel', option, function (trial) {
       entry.chart.dispatchAction({ type: 'downplay', seriesIndex: 0 });
       if (rowOf[trial] !== undefined) entry.chart.dispatchAction({ type: 'highlight', seriesIndex: 0, dataIndex: rowOf[trial] });
     }, function (chart) {
@@ -220,23 +279,25 @@
     var panel = T.panel(grid, 'Slices', 'The metric against each parameter; colour: trial number (later is darker).', 'wide');
     var sub = T.el('div', { 'class': 'grid small' }, panel);
     s.params.forEach(function (name, k) {
-      var axis = paramAxis(rows.map(function (i) { return t.p[k][i]; }));
-      var data = [];
-      rows.forEach(function (i) {
-        var v = axisValue(axis, t.p[k][i]);
-        if (v !== null) data.push([v, t.value[i], t.index[i]]);
-      });
       var box = T.el('div', {}, sub);
       T.el('h3', {}, box, name);
-      var entry = T.chart(e, box, 'slice', {
-        grid: { left: 56, right: 12, top: 10, bottom: 40 },
-        tooltip: { trigger: 'item', formatter: function (p) { return T.trialTooltip(e, p.value[2]); } },
-        xAxis: { type: axis.type, data: axis.data, scale: true, name: name, nameLocation: 'middle', nameGap: 24 },
-        yAxis: valueAxis('', t.value, { nameGap: 26 }),
-        // Colour by trial number; above 2,000 points (drawn in one pass) one colour.
-        visualMap: data.length > 2000 ? [] : { show: false, type: 'continuous', dimension: 2, seriesIndex: 0, min: 0,
-          max: Math.max(1, t.index.length - 1), inRange: { color: ['#c6d4f5', '#1c3b8a'] } },
-        series: [{ type: 'scatter', symbolSize: 6, large: true, largeThreshold: 2000, data: data }, ring()]
+      var data = [];
+      var entry = T.chart(e, box, 'slice', function () {
+        var axis = paramAxis(rows.map(function (i) { return t.p[k][i]; }));
+        rows.forEach(function (i) {
+          var v = axisValue(axis, t.p[k][i]);
+          if (v !== null) data.push([v, t.value[i], t.index[i]]);
+        });
+        return {
+          grid: { left: 56, right: 12, top: 10, bottom: 40 },
+          tooltip: { trigger: 'item', formatter: function (p) { return T.trialTooltip(e, p.value[2]); } },
+          xAxis: { type: axis.type, data: axis.data, scale: true, name: name, nameLocation: 'middle', nameGap: 24 },
+          yAxis: valueAxis('', t.value, { nameGap: 26 }),
+          // Colour by trial number; above 2,000 points (drawn in one pass) one colour.
+          visualMap: data.length > 2000 ? [] : { show: false, type: 'continuous', dimension: 2, seriesIndex: 0, min: 0,
+            max: Math.max(1, t.index.length - 1), inRange: { color: ['#c6d4f5', '#1c3b8a'] } },
+          series: [{ type: 'scatter', symbolSize: 6, large: true, largeThreshold: 2000, progressive: 0, data: data }, ring()]
+        };
       }, function (trial) {
         var point = data.filter(function (d) { return d[2] === trial; });
         entry.chart.setOption({ series: [{ id: 'selected', data: point }] });

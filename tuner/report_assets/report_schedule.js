@@ -16,38 +16,41 @@
     if (!r.rungs.length) return;
     var panel = T.panel(grid, 'Rungs (' + s.scheduler + ')', 'The ' + s.metric + ' of each trial reaching a rung of ' +
       r.attribute + '; the bar is the cut-off: the worst value among the trials that went on.');
-    var went = [], stopped = [], done = [], cuts = [], values = [];
-    r.rungs.forEach(function (rung, k) {
-      // Nothing goes past the last rung when it is the end (max_t).
-      var end = k === r.rungs.length - 1 && !rung.continued.some(function (c) { return c; });
-      rung.trials.forEach(function (trial, n) {
-        var point = [k + jitter(trial), rung.values[n], trial];
-        (end ? done : rung.continued[n] ? went : stopped).push(point);
-        values.push(rung.values[n]);
+    var went = [], stopped = [], done = [];
+    var entry = T.chart(e, panel, 'rungs', function () {
+      var cuts = [], values = [];
+      r.rungs.forEach(function (rung, k) {
+        // Nothing goes past the last rung when it is the end (max_t).
+        var end = k === r.rungs.length - 1 && !rung.continued.some(function (c) { return c; });
+        rung.trials.forEach(function (trial, n) {
+          var point = [k + jitter(trial), rung.values[n], trial];
+          (end ? done : rung.continued[n] ? went : stopped).push(point);
+          values.push(rung.values[n]);
+        });
+        if (finite(rung.cutoff)) cuts.push([k, rung.cutoff]);
       });
-      if (finite(rung.cutoff)) cuts.push([k, rung.cutoff]);
-    });
-    var labels = r.rungs.map(function (rung) {
-      var on = rung.continued.filter(function (c) { return c; }).length;
-      return T.fmt(rung.milestone) + '\n' + rung.trials.length + ' in, ' + on + ' on';
-    });
-    var entry = T.chart(e, panel, 'rungs', {
-      grid: { left: 64, right: 16, top: 30, bottom: 50 }, legend: { top: 0 },
-      tooltip: { trigger: 'item', formatter: function (p) {
-        return p.seriesName === 'cut-off' ? 'cut-off ' + T.fmt(p.value[1]) : T.trialTooltip(e, p.value[2]);
-      } },
-      // Categories carry the labels; the points sit on a hidden value axis
-      // over the same span, so they can spread sideways within their rung.
-      xAxis: [{ type: 'category', data: labels, name: r.attribute, nameLocation: 'middle', nameGap: 34 },
-        { type: 'value', min: -0.5, max: r.rungs.length - 0.5, show: false }],
-      yAxis: metricAxis(s.metric, values),
-      series: [
-        { name: 'went on', type: 'scatter', xAxisIndex: 1, symbolSize: 7, itemStyle: { color: '#2ca02c' }, data: went },
-        { name: 'stopped here', type: 'scatter', xAxisIndex: 1, symbolSize: 7, itemStyle: { color: '#d62728' }, data: stopped },
-        { name: 'reached the end', type: 'scatter', xAxisIndex: 1, symbolSize: 7, itemStyle: { color: '#3b63c4' }, data: done },
-        { name: 'cut-off', type: 'scatter', xAxisIndex: 1, symbol: 'rect', symbolSize: [46, 3], itemStyle: { color: '#111' }, data: cuts },
-        { id: 'selected', type: 'scatter', xAxisIndex: 1, symbolSize: 15, silent: true, itemStyle: { color: 'rgba(0,0,0,0)', borderColor: '#111', borderWidth: 2 }, data: [] }
-      ]
+      var labels = r.rungs.map(function (rung) {
+        var on = rung.continued.filter(function (c) { return c; }).length;
+        return T.fmt(rung.milestone) + '\n' + rung.trials.length + ' in, ' + on + ' on';
+      });
+      return {
+        grid: { left: 64, right: 16, top: 30, bottom: 50 }, legend: { top: 0 },
+        tooltip: { trigger: 'item', formatter: function (p) {
+          return p.seriesName === 'cut-off' ? 'cut-off ' + T.fmt(p.value[1]) : T.trialTooltip(e, p.value[2]);
+        } },
+        // Categories carry the labels; the points sit on a hidden value axis
+        // over the same span, so they can spread sideways within their rung.
+        xAxis: [{ type: 'category', data: labels, name: r.attribute, nameLocation: 'middle', nameGap: 34 },
+          { type: 'value', min: -0.5, max: r.rungs.length - 0.5, show: false }],
+        yAxis: metricAxis(s.metric, values),
+        series: [
+          { name: 'went on', type: 'scatter', xAxisIndex: 1, symbolSize: 7, itemStyle: { color: '#2ca02c' }, data: went },
+          { name: 'stopped here', type: 'scatter', xAxisIndex: 1, symbolSize: 7, itemStyle: { color: '#d62728' }, data: stopped },
+          { name: 'reached the end', type: 'scatter', xAxisIndex: 1, symbolSize: 7, itemStyle: { color: '#3b63c4' }, data: done },
+          { name: 'cut-off', type: 'scatter', xAxisIndex: 1, symbol: 'rect', symbolSize: [46, 3], itemStyle: { color: '#111' }, data: cuts },
+          { id: 'selected', type: 'scatter', xAxisIndex: 1, symbolSize: 15, silent: true, itemStyle: { color: 'rgba(0,0,0,0)', borderColor: '#111', borderWidth: 2 }, data: [] }
+        ]
+      };
     }, function (trial) {
       entry.chart.setOption({ series: [{ id: 'selected', data: went.concat(stopped, done).filter(function (p) { return p[2] === trial; }) }] });
     });
@@ -69,31 +72,34 @@
     if (!x.length) return T.empty(grid, title, 'No trial has exploited another yet.');
     var panel = T.panel(grid, title, 'Arrows: a trial (end) cloned the checkpoint of another (start) and continued with a ' +
       'perturbed config. Hover an arrow for the perturbation.', 'wide');
-    var runs = t.index.map(function (trial, i) {
-      return { coords: [[0, trial], [Math.max(t.iterations[i], 0.5), trial]], trial: trial };
-    });
-    var arrows = x.map(function (ex, n) {
-      return { coords: [[ex.donor_iteration, ex.donor], [ex.iteration, ex.trial]], trial: ex.trial, exploit: n };
-    });
-    var entry = T.chart(e, panel, 'lineage', {
-      grid: { left: 56, right: 20, top: 20, bottom: 44 },
-      tooltip: { trigger: 'item', formatter: function (p) {
-        if (p.data.exploit === undefined) return T.trialTooltip(e, p.data.trial);
-        var ex = x[p.data.exploit];
-        return '<b>trial ' + ex.trial + '</b> cloned trial ' + ex.donor + ' (checkpoint at iteration ' + ex.donor_iteration +
-          ') at iteration ' + ex.iteration + '<br>' + changesText(ex.changes);
-      } },
-      xAxis: { type: 'value', min: 0, max: T.niceExtent(0, Math.max.apply(null, t.iterations.concat([1])))[1],
-        name: 'training_iteration', nameLocation: 'middle', nameGap: 26 },
-      yAxis: { type: 'value', inverse: true, min: Math.min.apply(null, t.index) - 0.5, max: Math.max.apply(null, t.index) + 0.5,
-        minInterval: 1, name: 'trial', nameLocation: 'middle', nameGap: 36,
-        axisLabel: { formatter: function (v) { return Number.isInteger(v) ? String(v) : ''; } } },
-      series: [
-        { name: 'trials', type: 'lines', coordinateSystem: 'cartesian2d', data: runs, lineStyle: { width: 5, color: '#c6d4f5', opacity: 1 } },
-        { name: 'exploits', type: 'lines', coordinateSystem: 'cartesian2d', z: 4, data: arrows, symbol: ['circle', 'arrow'], symbolSize: 8,
-          lineStyle: { width: 1.5, color: '#9467bd', opacity: 0.9, curveness: 0.2 } },
-        { id: 'selected', type: 'lines', coordinateSystem: 'cartesian2d', silent: true, data: [], lineStyle: { width: 5, color: '#111', opacity: 1 } }
-      ]
+    var runs = [];
+    var entry = T.chart(e, panel, 'lineage', function () {
+      runs = t.index.map(function (trial, i) {
+        return { coords: [[0, trial], [Math.max(t.iterations[i], 0.5), trial]], trial: trial };
+      });
+      var arrows = x.map(function (ex, n) {
+        return { coords: [[ex.donor_iteration, ex.donor], [ex.iteration, ex.trial]], trial: ex.trial, exploit: n };
+      });
+      return {
+        grid: { left: 56, right: 20, top: 20, bottom: 44 },
+        tooltip: { trigger: 'item', formatter: function (p) {
+          if (p.data.exploit === undefined) return T.trialTooltip(e, p.data.trial);
+          var ex = x[p.data.exploit];
+          return '<b>trial ' + ex.trial + '</b> cloned trial ' + ex.donor + ' (checkpoint at iteration ' + ex.donor_iteration +
+            ') at iteration ' + ex.iteration + '<br>' + changesText(ex.changes);
+        } },
+        xAxis: { type: 'value', min: 0, max: T.niceExtent(0, Math.max.apply(null, t.iterations.concat([1])))[1],
+          name: 'training_iteration', nameLocation: 'middle', nameGap: 26 },
+        yAxis: { type: 'value', inverse: true, min: Math.min.apply(null, t.index) - 0.5, max: Math.max.apply(null, t.index) + 0.5,
+          minInterval: 1, name: 'trial', nameLocation: 'middle', nameGap: 36,
+          axisLabel: { formatter: function (v) { return Number.isInteger(v) ? String(v) : ''; } } },
+        series: [
+          { name: 'trials', type: 'lines', coordinateSystem: 'cartesian2d', data: runs, lineStyle: { width: 5, color: '#c6d4f5', opacity: 1 } },
+          { name: 'exploits', type: 'lines', coordinateSystem: 'cartesian2d', z: 4, data: arrows, symbol: ['circle', 'arrow'], symbolSize: 8,
+            lineStyle: { width: 1.5, color: '#9467bd', opacity: 0.9, curveness: 0.2 } },
+          { id: 'selected', type: 'lines', coordinateSystem: 'cartesian2d', silent: true, data: [], lineStyle: { width: 5, color: '#111', opacity: 1 } }
+        ]
+      };
     }, function (trial) {
       entry.chart.setOption({ series: [{ id: 'selected', data: runs.filter(function (r) { return r.trial === trial; }) }] });
     });
@@ -127,22 +133,6 @@
   T.builder(70, function timeline(e, grid) {
     var iv = e.data.intervals, s = e.data.summary, title = 'Timeline';
     if (!iv.trial.length) return T.empty(grid, title, 'No trial has run yet.');
-    var hosts = s.hosts.length ? s.hosts : [''], lanes = [], laneOf = {};
-    iv.trial.forEach(function (trial, n) {
-      var key = (iv.host[n] || '') + '/' + iv.lane[n];
-      if (laneOf[key] === undefined) laneOf[key] = -1;
-    });
-    hosts.forEach(function (host) {
-      for (var l = 0; l < s.lanes; l++) {
-        var key = host + '/' + l;
-        if (laneOf[key] === undefined) continue;
-        laneOf[key] = lanes.length;
-        lanes.push((host ? host + ' ' : '') + 'slot ' + l);
-      }
-    });
-    var data = iv.trial.map(function (trial, n) {
-      return [iv.start[n], iv.end[n], laneOf[(iv.host[n] || '') + '/' + iv.lane[n]], trial, iv.attempt[n]];
-    });
     var util = s.utilisation === null ? '' : ' Utilisation ' + Math.round(s.utilisation * 100) + '%.';
     var panel = T.panel(grid, title, 'When each trial (attempt) held a slot.' + util, 'wide');
     function render(selected) {
@@ -156,23 +146,46 @@
           : { fill: T.COLORS[api.value(3) % T.COLORS.length], opacity: 0.85 } };
       };
     }
-    var entry = T.chart(e, panel, 'timeline', {
-      grid: { left: 80, right: 20, top: 10, bottom: 44 },
-      tooltip: { trigger: 'item', formatter: function (p) {
-        return T.trialTooltip(e, p.value[3]) + '<br>attempt ' + p.value[4] + ': ' + T.fmt(p.value[0]) + ' – ' + T.fmt(p.value[1]) +
-          ' s (' + T.duration(p.value[1] - p.value[0]) + ')';
-      } },
-      xAxis: { type: 'value', min: 0, name: 'seconds since start', nameLocation: 'middle', nameGap: 26 },
-      yAxis: { type: 'category', data: lanes, inverse: true },
-      series: [
-        data.length <= 2000 ? { type: 'custom', renderItem: render(false), encode: { x: [0, 1], y: 2 }, data: data }
-          // Beyond 2,000 attempts: thick segments of one series, far faster.
-          : { type: 'line', showSymbol: false, connectNulls: false, sampling: null, silent: true,
-            lineStyle: { width: Math.max(1, 0.7 * 326 / lanes.length), cap: 'butt', color: T.COLORS[0], opacity: 0.85 },
-            data: T.breaks(data.map(function (d) { return [[d[0], d[2]], [d[1], d[2]]]; })) },
-        { id: 'selected', type: 'custom', renderItem: render(true), encode: { x: [0, 1], y: 2 }, silent: true, data: [] }
-      ]
-    }, function (trial) {
+    var data = [];
+    function option() {
+      var hosts = s.hosts.length ? s.hosts : [''], lanes = [], laneOf = {};
+      iv.trial.forEach(function (trial, n) {
+        var key = (iv.host[n] || '') + '/' + iv.lane[n];
+        if (laneOf[key] === undefined) laneOf[key] = -1;
+      });
+      hosts.forEach(function (host) {
+        for (var l = 0; l < s.lanes; l++) {
+          var key = host + '/' + l;
+          if (laneOf[key] === undefined) continue;
+          laneOf[key] = lanes.length;
+          lanes.push((host ? host + ' ' : '') + 'slot ' + l);
+        }
+      });
+      iv.trial.forEach(function (trial, n) {
+        data.push([iv.start[n], iv.end[n], laneOf[(iv.host[n] || '') + '/' + iv.lane[n]], trial, iv.attempt[n]]);
+      });
+      return {
+        grid: { left: 80, right: 20, top: 10, bottom: 44 },
+        tooltip: { trigger: 'item', formatter: function (p) {
+          return T.trialTooltip(e, p.value[3]) + '<br>attempt ' + p.value[4] + ': ' + T.fmt(p.value[0]) + ' – ' + T.fmt(p.value[1]) +
+            ' s (' + T.duration(p.value[1] - p.value[0]) + ')';
+        } },
+        xAxis: { type: 'value', min: 0, name: 'seconds since start', nameLocation: 'middle', nameGap: 26 },
+        yAxis: { type: 'category', data: lanes, inverse: true },
+        series: [
+          data.length <= 2000 ? { type: 'custom', renderItem: render(false), encode: { x: [0, 1], y: 2 }, data: data }
+            // Beyond 2,000 attempts: thick segments of one series, far faster.
+            : { type: 'line', showSymbol: false, connectNulls: false, sampling: null, silent: true, progressive: 0,
+              lineStyle: { width: Math.max(1, 0.7 * 326 / lanes.length), cap: 'butt', color: T.COLORS[0], opacity: 0.85 },
+              data: T.breaks(data.length, 2 * data.length, function (n, add) {
+                add(data[n][0], data[n][2]);
+                add(data[n][1], data[n][2]);
+              }) },
+          { id: 'selected', type: 'custom', renderItem: render(true), encode: { x: [0, 1], y: 2 }, silent: true, data: [] }
+        ]
+      };
+    }
+    var entry = T.chart(e, panel, 'timeline', option, function (trial) {
       entry.chart.setOption({ series: [{ id: 'selected', data: data.filter(function (d) { return d[3] === trial; }) }] });
     });
   });
