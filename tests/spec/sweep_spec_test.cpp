@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "test_util.h"
 #include "base/error.h"
 
@@ -137,11 +139,30 @@ TEST(SweepSpecErrors, TopLevelMustBeAMapping) {
   EXPECT_THAT(error_of(""), StartsWith("sweep.yaml:1: a sweep file must be a mapping"));
 }
 
+// trainable: {command: [...]}: the spec keeps the program, its folder
+// (absolute), environment and grace, and survives the store's JSON.
+TEST(SweepSpecCommand, ACommandTrainableIsReadAndRoundTrips) {
+  const SweepSpec spec = parse_sweep(
+      "trainable: {command: [python3, t.py, --x, \"{x}\", 7], env: {A: \"{model.w}\"}, stop_grace_s: 2}\n"
+      "param_space: {x: {uniform: [0, 1]}, model: {w: 3}}\n",
+      "sweep.yaml");
+  EXPECT_EQ(spec.trainable, "command");
+  EXPECT_EQ(spec.command["argv"], Json({"python3", "t.py", "--x", "{x}", "7"}));
+  EXPECT_EQ(spec.command["env"], Json({{"A", "{model.w}"}}));
+  EXPECT_EQ(spec.command["stop_grace_s"], 2.0);
+  EXPECT_EQ(spec.command["cwd"], std::filesystem::current_path().lexically_normal().string());
+  EXPECT_EQ(spec.setup()["command"], spec.command);
+  EXPECT_EQ(SweepSpec::from_json(spec.to_json()).command, spec.command);
+  EXPECT_THAT(error_of("trainable: {command: [sh, \"{model}\", \"{y}\"]}\nparam_space: {model: {w: 3}}\n"),
+              StartsWith("sweep.yaml:1: trainable.command[2]: placeholder {y} names no key of param_space"));
+}
+
 TEST(SweepSpecErrors, RequiredKeysAreReported) {
   EXPECT_EQ(error_of("param_space: {}\n"), "sweep.yaml:1: missing required key 'trainable'");
   EXPECT_EQ(error_of("trainable: t\n"), "sweep.yaml:1: missing required key 'param_space'");
   EXPECT_THAT(error_of("trainable: t\nparam_space: [1]\n"), StartsWith("sweep.yaml:2: param_space must be a mapping"));
-  EXPECT_EQ(error_of("trainable:\nparam_space: {}\n"), "sweep.yaml:1: trainable must be a non-empty string");
+  EXPECT_EQ(error_of("trainable:\nparam_space: {}\n"),
+            "sweep.yaml:1: trainable must be a non-empty string (a registered name) or {command: [...]}");
 }
 
 TEST(SweepSpecErrors, UnknownKeysSuggestTheClosestValidKey) {
