@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "storage/store.h"
 #include "test_util.h"
@@ -199,6 +200,57 @@ param_space:
     EXPECT_EQ(t.status, "TERMINATED") << "a restore that did not match TUNE_ITERATION exits 3: " << t.error;
     EXPECT_EQ(t.last_iteration, 8);
   }
+}
+
+// kill -9 of the driver: its programs die with it (PR_SET_PDEATHSIG), and
+// `tune resume` restarts the unfinished trials from their last checkpoint
+// (the script exits 3 if TUNE_RESTORE_FROM and TUNE_ITERATION disagree).
+TEST(CommandTrainable, ResumeAfterKill9RestartsFromTheLastCheckpoint) {
+  TempDir dir;
+  const std::string file = sweep(dir, "killed", R"(num_samples: 4
+max_concurrent_trials: 2
+search: {seed: 9}
+param_space:
+  x: {uniform: [0, 2]}
+  lr: 0.01
+  iterations: 10
+  sleep_s: 0.2
+)");
+  const std::string storage = dir.file("store");
+  run_command(std::string(TUNE_BINARY) + " run " + file + " --storage " + storage + " --quiet & echo $! > " +
+              dir.file("pid"));
+  std::ifstream pid_file(dir.file("pid"));
+  int pid = 0;
+  pid_file >> pid;
+  ASSERT_GT(pid, 0);
+  bool some_results = false;
+  for (int i = 0; i < 400 && !some_results; ++i) {
+    auto status = run_tune("status killed --storage " + storage + " --json");
+    some_results = status.exit_code == 0 && Json::parse(status.out)["counts"].value("RUNNING", 0) > 0 &&
+                   fs::exists(storage + "/killed/trial_00000/checkpoint_000002");
+    if (!some_results) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(some_results);
+  run_command("kill -9 " + std::to_string(pid) + "; sleep 0.5");
+  // (Other tests run train.py too, elsewhere: count this folder's only.)
+  EXPECT_EQ(run_command("for p in $(pgrep -f 'python3 [t]rain.py'); do readlink /proc/$p/cwd; done | grep -c '^" +
+                        dir.path() + "$'").out,
+            "0\n")
+      << "the programs outlived their driver";
+  auto resumed = run_tune("resume killed --storage " + storage + " --quiet");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  auto trials = json_of(run_tune("trials killed --storage " + storage + " --json").out);
+  ASSERT_EQ(trials.size(), 4u);
+  int restored = 0;
+  for (const auto& t : trials) {
+    EXPECT_EQ(t["status"], "TERMINATED") << t.dump();
+    EXPECT_EQ(t["iteration"], 10);
+    EXPECT_NEAR(t["last_result"]["state"].get<double>(), 10 * t["config"]["x"].get<double>(), 1e-9);
+    std::ifstream log(storage + "/killed/" + t["trial_name"].get<std::string>() + "/stdout.log");
+    std::string line;
+    while (std::getline(log, line)) restored += line.rfind("starting at iteration", 0) == 0 && line != "starting at iteration 0";
+  }
+  EXPECT_GE(restored, 1) << "a trial killed mid-run went on from its checkpoint";
 }
 
 TEST(CommandTrainable, FailuresGarbageAndSilenceFailTheTrialNotTheSweep) {
