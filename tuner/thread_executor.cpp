@@ -91,7 +91,9 @@ class InProcessSession : public SessionBase {
   std::shared_ptr<ThreadExecutor::Core::Job> job_;
 };
 
-void run_job(const std::shared_ptr<ThreadExecutor::Core>& core, const std::shared_ptr<ThreadExecutor::Core::Job>& job) {
+// Runs one job; true if the worker now counts as idle (it reported the end:
+// a start() that follows the event must not make a thread for nothing).
+bool run_job(const std::shared_ptr<ThreadExecutor::Core>& core, const std::shared_ptr<ThreadExecutor::Core::Job>& job) {
   TrialEvent outcome;
   outcome.attempt = job->id;
   outcome.kind = TrialEvent::Kind::kEnded;
@@ -108,19 +110,22 @@ void run_job(const std::shared_ptr<ThreadExecutor::Core>& core, const std::share
     outcome.message = "unknown exception";
   }
   std::lock_guard<std::mutex> lock(core->mutex);
-  if (job->abandoned) return;  // reported when it was abandoned
+  if (job->abandoned) return false;  // reported when it was abandoned
   core->live.erase(job->id);
+  core->idle += 1;
   if (!core->closed) core->sink->push(std::move(outcome));
+  return true;
 }
 
 // A worker thread: takes jobs until the executor closes, or until its job is
 // abandoned (then it exits and is never joined).
 void work(std::shared_ptr<ThreadExecutor::Core> core, std::shared_ptr<ThreadExecutor::Core::Worker> self) {
+  bool idle = false;  // counted idle already (by run_job)
   while (true) {
     std::shared_ptr<ThreadExecutor::Core::Job> job;
     {
       std::unique_lock<std::mutex> lock(core->mutex);
-      core->idle += 1;
+      if (!idle) core->idle += 1;
       core->wake.wait(lock, [&] { return core->closed || !core->queue.empty(); });
       core->idle -= 1;
       if (core->queue.empty()) {
@@ -131,7 +136,7 @@ void work(std::shared_ptr<ThreadExecutor::Core> core, std::shared_ptr<ThreadExec
       core->queue.pop_front();
       self->job = job;
     }
-    run_job(core, job);
+    idle = run_job(core, job);
     std::lock_guard<std::mutex> lock(core->mutex);
     self->job.reset();
     core->finished.notify_all();
