@@ -17,6 +17,10 @@ packages=(
   libeigen3-dev libnlopt-cxx-dev
   # multi-host: the token handshake (HMAC-SHA256), checkpoint checksums (XXH3)
   libssl-dev libxxhash-dev
+  # the xgboost trainable (trainer/xgboost); tune serve's HTTP server (cpp-httplib)
+  libxgboost-dev libcpp-httplib-dev
+  # bench/run serve: HTTP load generators
+  wrk apache2-utils
   # multi-host tests: namespace hosts (ip, ss, unshare, nsenter)
   iproute2 util-linux
   # Slurm tests: a real Slurm on this machine (scripts/local-slurm.sh)

@@ -1,6 +1,8 @@
 #include "storage/analysis.h"
 
 #include <cmath>
+#include <cstdio>
+#include <filesystem>
 
 #include "base/error.h"
 
@@ -81,6 +83,48 @@ std::optional<BestTrial> best_trial(Store& store, const ExperimentRecord& experi
     best = std::move(candidate);
   }
   return best;
+}
+
+namespace {
+
+std::string moved_checkpoint(const std::string& recorded, const std::string& storage, const std::string& experiment) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (recorded.empty() || fs::exists(recorded, ec)) return recorded;
+  const std::string marker = "/" + experiment + "/";
+  const auto at = recorded.rfind(marker);
+  if (at == std::string::npos) return recorded;
+  const fs::path candidate = fs::path(storage) / experiment / recorded.substr(at + marker.size());
+  return fs::exists(candidate, ec) ? candidate.string() : recorded;
+}
+
+}  // namespace
+
+BestCheckpoint find_best_checkpoint(const std::string& storage, const std::string& experiment,
+                                    const std::string& metric, const std::string& mode) {
+  if (!Store::exists(storage)) throw NotFoundError("no tune store at " + storage);
+  auto store = Store::open(storage, /*read_only=*/true);
+  auto record = store->find_experiment(experiment);
+  if (!record) throw NotFoundError("no experiment named '" + experiment + "' in " + storage);
+  BestCheckpoint chosen;
+  chosen.metric = metric.empty() ? record->metric : metric;
+  const std::string m = mode.empty() ? record->mode : mode;
+  if (chosen.metric.empty() || m.empty()) {
+    throw ConfigError("experiment '" + experiment + "' has no metric/mode: pass --metric and --mode");
+  }
+  auto best = best_trial(*store, *record, chosen.metric, m);
+  if (!best) throw NotFoundError("no trial of '" + experiment + "' reported " + chosen.metric);
+  char name[32];
+  std::snprintf(name, sizeof name, "trial_%05lld", static_cast<long long>(best->trial.trial_index));
+  chosen.trial_name = name;
+  chosen.score = best->score;
+  chosen.path = moved_checkpoint(best->checkpoint_path, storage, experiment);
+  std::error_code ec;
+  if (chosen.path.empty() || !std::filesystem::is_directory(chosen.path, ec)) {
+    throw NotFoundError("the best trial of '" + experiment + "' (" + chosen.trial_name + ") has no checkpoint" +
+                        (chosen.path.empty() ? "" : " at " + chosen.path));
+  }
+  return chosen;
 }
 
 }  // namespace tune

@@ -42,4 +42,20 @@ std::optional<BestTrial> best_trial(Store& store, const ExperimentRecord& experi
 // when present, else the latest). "" if the trial has none.
 std::string best_checkpoint(Store& store, int64_t trial_id, const std::string& mode);
 
+// The checkpoint `tune predict` and `tune serve` use: the best trial of
+// `experiment` in the store at `storage` by `metric`/`mode` (default: the
+// experiment's), scope "last", and its best kept checkpoint. A store moved
+// since the sweep still works: a recorded path that no longer exists is
+// looked up as STORAGE/EXPERIMENT/<the part after /EXPERIMENT/>. Throws
+// NotFoundError (no store, experiment, trial with the metric, or checkpoint)
+// or ConfigError (no metric/mode).
+struct BestCheckpoint {
+  std::string path;        // an existing directory
+  std::string trial_name;  // "trial_00003"
+  std::string metric;
+  double score = 0;
+};
+BestCheckpoint find_best_checkpoint(const std::string& storage, const std::string& experiment,
+                                    const std::string& metric = "", const std::string& mode = "");
+
 }  // namespace tune

@@ -18,12 +18,17 @@
 #include "tuner/report_command.h"
 #include "tuner/slurm_submit.h"
 #include "tuner/sweep_reader.h"
+#include "tuner/tabular_cli.h"
 #include "base/error.h"
 #include "tuner/tuner.h"
 #ifdef TUNE_WITH_TORCH
 #include "trainer/torch/predict.h"
 #include "trainer/torch/trainables.h"
 #endif
+#ifdef TUNE_WITH_XGBOOST
+#include "trainer/xgboost/xgboost_trainable.h"
+#endif
+#include "trainer/tabular/model.h"
 
 namespace po = boost::program_options;
 
@@ -44,6 +49,7 @@ commands:
   trainables        list registered trainables
   predict EXP       batch prediction with the best trial's checkpoint
                     (--input, --output preds.csv, --workers N; docs/TRAINER.md)
+  serve EXP         serve the best trial's tabular model over HTTP (--port 8000)
 
 run `tune COMMAND --help` for a command's options.
 )";
@@ -229,8 +235,8 @@ int predict(const std::vector<std::string>& args) {
   po::options_description options("options");
   options.add_options()("experiment", po::value(&p.experiment), "experiment whose best checkpoint predicts")(
       "storage", po::value(&p.storage)->default_value("./tune_results"), "results directory")(
-      "input", po::value(&p.input), "fashion-mnist:test, an IDX images file, a CSV file or taxi-trips:N (taxi_tip)")(
-      "output", po::value(&p.output), "predictions CSV to write (row,prediction,confidence[,label])")(
+      "input", po::value(&p.input), "a CSV file (tabular models, taxi_tip), fashion-mnist:test, an IDX images file or taxi-trips:N")(
+      "output", po::value(&p.output), "predictions CSV to write (row,prediction,...)")(
       "workers", po::value(&p.workers)->default_value(1), "ranks to spread prediction over (mpirun)")(
       "checkpoint", po::value(&p.checkpoint), "use this checkpoint directory instead of the best trial's")(
       "metric", po::value(&p.metric), "select the best trial by this metric (default: the experiment's)")(
@@ -252,11 +258,16 @@ int predict(const std::vector<std::string>& args) {
   }
   tune::torch_dp::check_predict_options(p);
   if (mpi_child) return tune::torch_dp::predict_as_rank(p, std::cout);
-  const tune::torch_dp::LoadedModel loaded = tune::torch_dp::load_predict_model(p);
-  if (!loaded.trial_name.empty()) {
-    std::cout << "best trial " << loaded.trial_name << " (" << loaded.metric << " " << loaded.score
-              << "), checkpoint " << loaded.checkpoint << "\n";
+  const tune::cli::ChosenCheckpoint chosen = tune::cli::choose_checkpoint({p.storage, p.experiment, p.checkpoint, p.metric, p.mode});
+  if (!chosen.trial_name.empty()) {
+    std::cout << "best trial " << chosen.trial_name << " (" << chosen.metric << " " << chosen.score
+              << "), checkpoint " << chosen.path << "\n";
   }
+  if (tune::tabular::is_tabular_checkpoint(chosen.path)) {
+    if (p.workers != 1) throw tune::ConfigError("tune predict: tabular models predict in one process (drop --workers)");
+    return tune::cli::predict_tabular(chosen, p.input, p.output, std::cout);
+  }
+  tune::torch_dp::LoadedModel loaded = tune::torch_dp::load_model(chosen.path);
   if (p.workers == 1) return tune::torch_dp::predict_to_csv(loaded, p, MPI_COMM_NULL, std::cout);
   // Several ranks: this program again under mpirun, each rank reading the
   // chosen checkpoint.
@@ -277,6 +288,9 @@ int main(int argc, char** argv) {
   tune::internal::register_command_trainable();
 #ifdef TUNE_WITH_TORCH
   tune::register_torch_trainables();
+#endif
+#ifdef TUNE_WITH_XGBOOST
+  tune::register_xgboost_trainable();
 #endif
   tune::init(argc, argv);  // never returns in a worker process
 
@@ -301,6 +315,7 @@ int main(int argc, char** argv) {
 #ifdef TUNE_WITH_TORCH
     if (command == "predict") return predict(args);
 #endif
+    if (command == "serve") return tune::cli::serve_command(args);
     if (command == "trainables") {
       po::options_description options("options");
       if (parse(command, args, options).help) return 0;

@@ -220,6 +220,15 @@ class Reader {
       if (!value.is_object())
         throw ConfigError::at(key, "data must be a mapping (path, label, ...), got " + describe_kind(value));
       spec.data = to_json(value);
+      // A relative data.path is relative to the sweep file's folder, so a
+      // sweep runs the same from any directory (and on every host).
+      auto path = spec.data.find("path");
+      if (path != spec.data.end() && path->is_string() && !path->get<std::string>().empty()) {
+        const std::filesystem::path given(path->get<std::string>());
+        if (given.is_relative() && !base_dir_.empty()) {
+          *path = (std::filesystem::path(base_dir_) / given).lexically_normal().string();
+        }
+      }
     } else if (key == "preprocess") {
       if (!value.is_array())
         throw ConfigError::at(key, "preprocess must be a list of preprocessors, got " + describe_kind(value));
@@ -414,7 +423,7 @@ LoadedSweep read_sweep(const std::string& yaml_text, const std::string& file) {
   LoadedSweep loaded;
   auto source = std::make_shared<SweepSource>(file, std::move(doc.lines), doc.root_line);
   try {
-    // A relative trainable.cwd is relative to the sweep file's folder.
+    // A relative trainable.cwd or data.path is relative to the sweep file's folder.
     std::error_code ec;
     const bool on_disk = std::filesystem::is_regular_file(file, ec);
     const std::string base = on_disk ? std::filesystem::absolute(file, ec).parent_path().string() : "";

@@ -32,24 +32,11 @@ LoadedModel load_model(const std::string& checkpoint_dir) {
 
 LoadedModel load_best_model(const std::string& storage, const std::string& experiment, const std::string& metric,
                             const std::string& mode) {
-  if (!Store::exists(storage)) throw NotFoundError("no tune store at " + storage);
-  auto store = Store::open(storage, /*read_only=*/true);
-  auto record = store->find_experiment(experiment);
-  if (!record) throw NotFoundError("no experiment named '" + experiment + "' in " + storage);
-  const std::string m = metric.empty() ? record->metric : metric, d = mode.empty() ? record->mode : mode;
-  if (m.empty() || d.empty()) throw ConfigError("experiment '" + experiment + "' has no metric/mode: pass --metric and --mode");
-  auto best = best_trial(*store, *record, m, d);
-  if (!best) throw NotFoundError("no trial of '" + experiment + "' reported " + m);
-  if (best->checkpoint_path.empty() || !std::filesystem::exists(best->checkpoint_path)) {
-    throw NotFoundError("the best trial of '" + experiment + "' (trial_" + std::to_string(best->trial.trial_index) +
-                        ") has no checkpoint");
-  }
-  LoadedModel loaded = load_model(best->checkpoint_path);
-  char name[32];
-  std::snprintf(name, sizeof name, "trial_%05lld", static_cast<long long>(best->trial.trial_index));
-  loaded.trial_name = name;
-  loaded.metric = m;
-  loaded.score = best->score;
+  const BestCheckpoint best = find_best_checkpoint(storage, experiment, metric, mode);
+  LoadedModel loaded = load_model(best.path);
+  loaded.trial_name = best.trial_name;
+  loaded.metric = best.metric;
+  loaded.score = best.score;
   return loaded;
 }
 

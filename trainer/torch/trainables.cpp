@@ -1,6 +1,7 @@
 #include "trainer/torch/trainables.h"
 
 #include <chrono>
+#include <cmath>
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <map>
@@ -13,7 +14,8 @@
 
 namespace tune {
 
-void register_mlp_trainable();  // mlp_trainable.cpp
+void register_mlp_trainable();          // mlp_trainable.cpp
+void register_tabular_mlp_trainable();  // tabular_mlp.cpp
 
 namespace torch_dp {
 namespace {
@@ -54,6 +56,25 @@ void seed_epoch(int64_t seed, int64_t epoch, int rank) {
                      static_cast<uint64_t>(rank));
 }
 
+double loss_sum(const torch::Tensor& output, const torch::Tensor& labels, bool regression) {
+  namespace F = torch::nn::functional;
+  if (regression) return F::mse_loss(output.squeeze(1), labels, F::MSELossFuncOptions(torch::kSum)).item<double>();
+  return F::cross_entropy(output, labels, F::CrossEntropyFuncOptions().reduction(torch::kSum)).item<double>();
+}
+
+torch::Tensor training_loss(const torch::Tensor& output, const torch::Tensor& labels, bool regression) {
+  namespace F = torch::nn::functional;
+  return regression ? F::mse_loss(output.squeeze(1), labels) : F::cross_entropy(output, labels);
+}
+
+// val_loss (cross-entropy, or squared error for regression) and, for
+// classification, val_accuracy of one validation batch.
+void add_validation(MeanMetrics& metrics, const torch::Tensor& output, const torch::Tensor& labels, bool regression) {
+  const auto n = static_cast<double>(output.size(0));
+  metrics.add("val_loss", loss_sum(output, labels, regression), n);
+  if (!regression) metrics.add("val_accuracy", output.argmax(1).eq(labels).sum().item<double>(), n);
+}
+
 }  // namespace
 
 TrainValidation example_data(const std::string& trainable, const Json& c) {
@@ -75,7 +96,8 @@ TrainValidation example_data(const std::string& trainable, const Json& c) {
   return {full.select(order.slice(0, val, val + subset)), full.select(order.slice(0, 0, val))};
 }
 
-void train_classifier(Session& session, const std::string& trainable, const TrainValidation& data) {
+void train_classifier(Session& session, const std::string& trainable, const TrainValidation& data,
+                      const TrainOptions& options) {
   const Json& c = session.config();
   const MPI_Comm comm = communicator(session);
   const int rank = session.rank(), size = session.world_size();
@@ -85,7 +107,7 @@ void train_classifier(Session& session, const std::string& trainable, const Trai
   if (batch < 1) throw std::invalid_argument("config 'batch_size' must be >= 1");
 
   torch::manual_seed(static_cast<uint64_t>(seed));
-  std::shared_ptr<Classifier> model = make_model(trainable, c);
+  std::shared_ptr<Classifier> model = options.model ? options.model : make_model(trainable, c);
   if (auto tabular = std::dynamic_pointer_cast<TabularNet>(model)) tabular->fit_normalization(data.train.features);
   // The model lives on the device; batches move there as they are drawn.
   const torch::Device device = training_device(c);
@@ -114,9 +136,8 @@ void train_classifier(Session& session, const std::string& trainable, const Trai
     int64_t trained = 0;
     for (const auto& rows : sampler.batches(batch)) {
       optimizer->zero_grad();
-      torch::Tensor loss =
-          torch::nn::functional::cross_entropy(model->forward(data.train.features.index_select(0, rows).to(device)),
-                                               data.train.labels.index_select(0, rows).to(device));
+      torch::Tensor loss = training_loss(model->forward(data.train.features.index_select(0, rows).to(device)),
+                                         data.train.labels.index_select(0, rows).to(device), options.regression);
       loss.backward();
       sync->synchronize();
       optimizer->step();
@@ -132,14 +153,7 @@ void train_classifier(Session& session, const std::string& trainable, const Trai
       const int64_t n = data.validation.size(), begin = n * rank / size, end = n * (rank + 1) / size;
       for (int64_t b = begin; b < end; b += kInferenceBatch) {
         data::Dataset part = data.validation.slice(b, std::min(end, b + kInferenceBatch));
-        torch::Tensor logits = model->forward(part.features.to(device)), labels = part.labels.to(device);
-        metrics.add("val_loss",
-                    torch::nn::functional::cross_entropy(
-                        logits, labels, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
-                        .item<double>(),
-                    static_cast<double>(part.size()));
-        metrics.add("val_accuracy", logits.argmax(1).eq(labels).sum().item<double>(),
-                    static_cast<double>(part.size()));
+        add_validation(metrics, model->forward(part.features.to(device)), part.labels.to(device), options.regression);
       }
     }
     const int64_t steps = sync->steps() - steps_before;
@@ -147,10 +161,14 @@ void train_classifier(Session& session, const std::string& trainable, const Trai
     metrics.add("samples_per_s", static_cast<double>(trained) / train_seconds, 1.0 / size);
     metrics.add("allreduce_ms", 1000 * (sync->communication_seconds() - comm_before), static_cast<double>(std::max<int64_t>(1, steps)));
     Json result = metrics.reduce(comm);
+    if (options.regression) result["val_rmse"] = std::sqrt(result["val_loss"].get<double>());
     result["epoch"] = epoch + 1;
     result["world_size"] = size;
     const std::string dir = session.make_checkpoint_dir();
-    save_checkpoint(dir, *model, optimizer.get(), epoch + 1, comm, {{"trainable", trainable}, {"config", c}});
+    Json state = options.state;
+    state["trainable"] = trainable;
+    state["config"] = c;
+    save_checkpoint(dir, *model, optimizer.get(), epoch + 1, comm, state);
     session.report(result, dir);
   }
 }
@@ -178,6 +196,7 @@ void register_torch_trainables() {
                                  " on Fashion-MNIST, data-parallel over the group's ranks");
   }
   register_mlp_trainable();
+  register_tabular_mlp_trainable();
 }
 
 }  // namespace tune
