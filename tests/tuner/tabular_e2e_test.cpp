@@ -11,6 +11,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 #include <regex>
 #include <sstream>
@@ -218,6 +219,36 @@ TEST(TabularE2E, AnXgboostSweepOnACsvPredictsAndServesTheSameProbabilities) {
   ASSERT_TRUE(unseen);
   EXPECT_EQ(unseen->status, 200) << unseen->body;
   EXPECT_EQ(serve.terminate(), 0) << serve.log();
+}
+
+TEST(TabularE2E, XgboostTrialsPausedByAshaBoostOnFromTheirCheckpoints) {
+  TempDir dir;
+  write_data(dir);
+  std::string sweep = xgboost_sweep("promoted");
+  sweep.replace(sweep.find("reduction_factor: 2}"), 20, "reduction_factor: 2, promotion: true}");
+  sweep += "  checkpoint_interval: 1\n";
+  dir.write("sweep.yaml", sweep);
+  const std::string storage = dir.file("results");
+  auto run = run_tune("run " + dir.file("sweep.yaml") + " --storage " + storage + " --slots 2 --quiet");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  auto results = run_tune("results promoted --storage " + storage + " --json");
+  ASSERT_EQ(results.exit_code, 0) << results.err;
+  // Every trial's rounds are 1, 2, ... with no gap or repeat across pauses.
+  // In promotion mode every trial pauses at each rung (3, 6, 12) until
+  // promoted: one past 3 rounds was restored from its checkpoint at least
+  // once, and the best of 4 reaches rung 12 (a rung promotes 1 of 2).
+  std::map<int64_t, std::vector<int64_t>> rounds;
+  for (const Json& row : Json::parse(results.out)) {
+    const Json& metrics = row.contains("metrics") ? row["metrics"] : row;
+    rounds[row.value("trial_index", int64_t{-1})].push_back(metrics["round"].get<int64_t>());
+  }
+  ASSERT_EQ(rounds.size(), 4u) << results.out.substr(0, 400);
+  size_t longest = 0;
+  for (const auto& [trial, seen] : rounds) {
+    for (size_t i = 0; i < seen.size(); ++i) EXPECT_EQ(seen[i], static_cast<int64_t>(i) + 1) << "trial " << trial;
+    longest = std::max(longest, seen.size());
+  }
+  EXPECT_EQ(longest, 12u);
 }
 
 TEST(TabularE2E, BadDataIsRefusedAtItsLineBeforeAnyTrial) {
