@@ -32,12 +32,9 @@ ChosenCheckpoint choose_checkpoint(const ModelChoice& choice) {
     return chosen;
   }
   if (choice.experiment.empty()) throw ConfigError("give an experiment name or --checkpoint DIR");
-  const BestCheckpoint best = find_best_checkpoint(choice.storage, choice.experiment, choice.metric, choice.mode);
-  chosen.path = best.path;
+  static_cast<BestCheckpoint&>(chosen) =
+      find_best_checkpoint(choice.storage, choice.experiment, choice.metric, choice.mode);
   chosen.experiment = choice.experiment;
-  chosen.trial_name = best.trial_name;
-  chosen.metric = best.metric;
-  chosen.score = best.score;
   return chosen;
 }
 

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "storage/analysis.h"
+
 namespace tune::cli {
 
 // Which checkpoint a command uses: `checkpoint` when given, else the best
@@ -19,12 +21,10 @@ struct ModelChoice {
   std::string metric, mode;
 };
 
-struct ChosenCheckpoint {
-  std::string path;        // the checkpoint directory (exists)
-  std::string experiment;  // "" when given as --checkpoint
-  std::string trial_name;  // "trial_00003"; "" when given as --checkpoint
-  std::string metric;
-  double score = 0;
+// The best trial's checkpoint (path, trial_name, metric, score), or only a
+// path when given as --checkpoint (then trial_name and experiment are "").
+struct ChosenCheckpoint : BestCheckpoint {
+  std::string experiment;
 };
 
 // Throws tune::NotFoundError (no store, no experiment, no trial with the

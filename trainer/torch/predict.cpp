@@ -107,11 +107,6 @@ void check_predict_options(const PredictOptions& options) {
   }
 }
 
-LoadedModel load_predict_model(const PredictOptions& options) {
-  return options.checkpoint.empty() ? load_best_model(options.storage, options.experiment, options.metric, options.mode)
-                                    : load_model(options.checkpoint);
-}
-
 int predict_as_rank(const PredictOptions& options, std::ostream& out) {
   int provided = 0;
   MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);

@@ -74,9 +74,6 @@ struct PredictOptions {
 // or neither an experiment nor a checkpoint.
 void check_predict_options(const PredictOptions& options);
 
-// The model options name: the checkpoint given, or the experiment's best.
-LoadedModel load_predict_model(const PredictOptions& options);
-
 // `tune predict` on the ranks of `comm` (MPI_COMM_NULL: this process
 // alone): scores the input, and rank 0 writes `output` as CSV
 // (row,prediction,confidence[,label]) and prints one summary line (with the
