@@ -111,9 +111,20 @@ struct ExperimentData {
 ExperimentData extract_experiment(Store& store, const ExperimentRecord& experiment,
                                   const ReportOptions& options, double now);
 
-// Appends the experiment as the JSON object the page reads (report_json.cpp;
-// its layout is documented at the top of report_assets/report.js).
-void append_experiment_json(std::string& out, const ExperimentData& data);
+// A field of the rest of an experiment's data: its path in the experiment's
+// object ("trials.status"; "trials.p.0" for the first part of "trials.p[]")
+// and its value as JSON text.
+struct LaterField {
+  std::string path;
+  std::string json;
+};
+
+// Appends the experiment as the JSON the page reads (report_json.cpp; the
+// layout is documented at the top of report_assets/report.js): to `out` the
+// object with what the first screen's charts need, to `later` the rest a
+// field at a time (the fields `out`'s "later" lists), which the page reads
+// when it needs them.
+void append_experiment_json(std::string& out, std::vector<LaterField>& later, const ExperimentData& data);
 
 // --- analysis (report_analysis.cpp, report_schedule.cpp), separate for tests
 

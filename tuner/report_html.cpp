@@ -125,6 +125,7 @@ std::string render_report(Store& store, const std::string& storage_path, const s
   if (now <= 0) now = unix_now();
   std::string data = fmt::format("{{\"generated_at\":{:.3f},\"reload_s\":{},\"storage\":{},\"experiments\":[", now,
                                  options.reload_seconds, Json(storage_path).dump());
+  std::vector<std::vector<report::LaterField>> later(experiments.size());
   std::string names;
   bool live = false;
   Transaction snapshot(store);  // one consistent view while the driver writes
@@ -133,14 +134,18 @@ std::string render_report(Store& store, const std::string& storage_path, const s
     const report::ExperimentData extracted = report::extract_experiment(store, record, options, now);
     live = live || extracted.running;
     if (i) data += ',';
-    report::append_experiment_json(data, extracted);
+    report::append_experiment_json(data, later[i], extracted);
     names += (i ? ", " : "") + record.name;
   }
   snapshot.commit();
   data += fmt::format("],\"live\":{}}}", live ? "true" : "false");
 
   std::string page;
-  page.reserve(data.size() + 1300000);
+  size_t later_size = 0;
+  for (const auto& fields : later) {
+    for (const auto& field : fields) later_size += field.json.size() + 80;
+  }
+  page.reserve(data.size() + later_size + 800000);
   page += "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n";
   page += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
   page += "<meta name=\"generator\" content=\"tune report\">\n";
@@ -160,7 +165,19 @@ std::string render_report(Store& store, const std::string& storage_path, const s
     append_ascii(page, asset(script), false);
     page += "</script>\n";
   }
-  page += "<script>tuneReport.main();</script>\n</body></html>\n";
+  page += "<script>tuneReport.main();</script>\n";
+  // After main(), the rest of the data (report_json.cpp), a field an element
+  // ("tune-later-EXPERIMENT-PATH"): the browser parses them once the first
+  // screen is set up, and can stop for a frame between two; the page reads a
+  // field when a chart, a tooltip or a selection needs it.
+  for (size_t i = 0; i < later.size(); ++i) {
+    for (const auto& field : later[i]) {
+      page += fmt::format("<script type=\"application/json\" id=\"tune-later-{}-{}\">", i, field.path);
+      append_ascii(page, field.json, true);
+      page += "</script>\n";
+    }
+  }
+  page += "</body></html>\n";
   return page;
 }
 

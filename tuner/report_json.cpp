@@ -1,6 +1,16 @@
 // The page's data as JSON text. The large arrays (curves, trial columns,
 // intervals) are written directly with 6 significant digits: building a
 // nlohmann tree of 10^5 numbers first would cost more than reading the store.
+//
+// An experiment is written in two parts. What the charts of the page's first
+// screen draw (history, curves, importance: the summary, the trials' indices
+// and values, the curves, the scheduler's marks) is one object, in
+// #tune-data. The rest (the trials' statuses, attempts, best values,
+// iterations, end times, errors and parameters, the slot intervals: ~45 % of
+// the bytes of a large sweep) is written a field at a time, each its own
+// element after the page's scripts, which the browser parses once the first
+// screen is set up and the page reads when something needs it; the object's
+// "later" lists those fields.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -75,20 +85,56 @@ void write_trials(Writer& w, const ExperimentData& d) {
   const auto& t = d.trials;
   w.object("trials", [&] {
     w.integers("index", column(t, [](const TrialData& x) { return x.index; }));
-    w.array("status", t, [&](const TrialData& x) { w.json(x.status); });
-    w.integers("attempts", column(t, [](const TrialData& x) { return int64_t{x.attempts}; }));
     w.numbers("value", column(t, [](const TrialData& x) { return x.value; }));
-    w.numbers("best", column(t, [](const TrialData& x) { return x.best; }));
-    w.integers("iterations", column(t, [](const TrialData& x) { return x.iterations; }));
-    w.numbers("end", column(t, [](const TrialData& x) { return x.end; }));
-    w.array("error", t, [&](const TrialData& x) { w.json(x.error.empty() ? Json() : Json(x.error)); });
-    w.array("p", d.params, [&](const std::string& name) {
+  });
+}
+
+// The rest of the data, a field (an array) at a time: `paths` gets the
+// experiment's "later" list, `later` each field's path and JSON text.
+// "trials.p[]" is written in parts, "trials.p.0", "trials.p.1", ...: one
+// column per parameter.
+void write_later(std::vector<LaterField>& later, Json& paths, const ExperimentData& d) {
+  const auto add = [&](const std::string& path, const auto& write) {
+    LaterField field{path, {}};
+    Writer w(field.json);
+    write(w);
+    later.push_back(std::move(field));
+  };
+  const auto field = [&](const std::string& path, const auto& write) {
+    paths.push_back(path);
+    add(path, write);
+  };
+  const auto integers = [&](const std::string& path, const auto& items, const auto& get) {
+    field(path, [&](Writer& w) { w.integers(nullptr, column(items, get)); });
+  };
+  const auto numbers = [&](const std::string& path, const auto& items, const auto& get) {
+    field(path, [&](Writer& w) { w.numbers(nullptr, column(items, get)); });
+  };
+  const auto& t = d.trials;
+  field("trials.status", [&](Writer& w) { w.array(nullptr, t, [&](const TrialData& x) { w.json(x.status); }); });
+  integers("trials.attempts", t, [](const TrialData& x) { return int64_t{x.attempts}; });
+  numbers("trials.best", t, [](const TrialData& x) { return x.best; });
+  integers("trials.iterations", t, [](const TrialData& x) { return x.iterations; });
+  numbers("trials.end", t, [](const TrialData& x) { return x.end; });
+  field("trials.error", [&](Writer& w) {
+    w.array(nullptr, t, [&](const TrialData& x) { w.json(x.error.empty() ? Json() : Json(x.error)); });
+  });
+  paths.push_back("trials.p[]");
+  for (size_t k = 0; k < d.params.size(); ++k) {
+    add("trials.p." + std::to_string(k), [&](Writer& w) {
       w.array(nullptr, t, [&](const TrialData& x) {
-        auto it = x.params.find(name);
+        auto it = x.params.find(d.params[k]);
         w.json(it == x.params.end() ? Json() : *it);
       });
     });
-  });
+  }
+  const auto& i = d.intervals;
+  integers("intervals.trial", i, [](const Interval& x) { return x.trial; });
+  integers("intervals.attempt", i, [](const Interval& x) { return int64_t{x.attempt}; });
+  numbers("intervals.start", i, [](const Interval& x) { return x.start; });
+  numbers("intervals.end", i, [](const Interval& x) { return x.end; });
+  integers("intervals.lane", i, [](const Interval& x) { return int64_t{x.lane}; });
+  field("intervals.host", [&](Writer& w) { w.array(nullptr, i, [&](const Interval& x) { w.json(x.host); }); });
 }
 
 void write_curves(Writer& w, const ExperimentData& d) {
@@ -114,15 +160,6 @@ void write_schedule(Writer& w, const ExperimentData& d) {
     w.numbers("y", column(d.marks, [](const Mark& m) { return m.value; }));
     w.numbers("p", column(d.marks, [](const Mark& m) { return m.progress; }));
     w.array("kind", d.marks, [&](const Mark& m) { w.json(mark_name(m.kind)); });
-  });
-  w.object("intervals", [&] {
-    const auto& i = d.intervals;
-    w.integers("trial", column(i, [](const Interval& x) { return x.trial; }));
-    w.integers("attempt", column(i, [](const Interval& x) { return int64_t{x.attempt}; }));
-    w.numbers("start", column(i, [](const Interval& x) { return x.start; }));
-    w.numbers("end", column(i, [](const Interval& x) { return x.end; }));
-    w.integers("lane", column(i, [](const Interval& x) { return int64_t{x.lane}; }));
-    w.array("host", i, [&](const Interval& x) { w.json(x.host); });
   });
   w.object("rungs", [&] {
     w.key("attribute");
@@ -175,12 +212,15 @@ Json summary(const ExperimentData& d) {
           {"constants", constants}, {"params", d.params}, {"importance", importance},
           {"slots_per_trial", d.slots_per_trial}, {"lanes", d.lanes},
           {"utilisation", std::isfinite(d.utilisation) ? Json(d.utilisation) : Json()},
-          {"hosts", d.hosts}, {"results", d.results}, {"curve_points", d.curve_points}};
+          {"hosts", d.hosts}, {"results", d.results}, {"curve_points", d.curve_points},
+          {"intervals", d.intervals.size()}};
 }
 
 }  // namespace
 
-void append_experiment_json(std::string& out, const ExperimentData& data) {
+void append_experiment_json(std::string& out, std::vector<LaterField>& later, const ExperimentData& data) {
+  Json paths = Json::array();
+  write_later(later, paths, data);
   Writer w(out);
   w.object(nullptr, [&] {
     w.key("summary");
@@ -188,6 +228,9 @@ void append_experiment_json(std::string& out, const ExperimentData& data) {
     write_trials(w, data);
     write_curves(w, data);
     write_schedule(w, data);
+    w.object("intervals", [] {});  // its fields come later
+    w.key("later");
+    w.json(paths);
   });
 }
 

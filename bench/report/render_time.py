@@ -8,9 +8,17 @@ start: parsing, scripts, data, drawing):
   every chart   the same window and page.html?all, which draws every chart
                 at once; data-drawn == data-charts: data-all-ms
 
-usage: render_time.py PAGE.html REPEAT
-Prints one JSON line: first_ms, all_ms (each run, in-page), wall_s (each
-run, navigate -> every chart drawn, seen from here), charts, renderer.
+  painted       for either, when the next frame after that marker has been
+                produced (data-painted-ms, data-all-painted-ms: set by a
+                script this adds to the page, AFTER_PAINT below)
+
+usage: render_time.py PAGE.html [PAGE.html ...] REPEAT
+Prints one JSON line: first_ms, all_ms (each run, in-page),
+first_painted_ms, all_painted_ms, wall_s (each run, navigate -> every chart
+drawn and painted, seen from here), charts, renderer,
+load_average (the 1-minute load average before each run); with several
+pages, an object of those by page, the pages' runs alternated (A, B, A,
+B, ...) so that they see the same load.
 """
 import json
 import os
@@ -70,12 +78,40 @@ class Chromium:
             self.proc.wait()
 
 
+# Set up in the page before its own scripts: once the page marks the first
+# screen drawn (data-state="ready") and every chart drawn (data-all-ms), the
+# time the next frame has been produced (requestAnimationFrame, then a task
+# after it) as data-painted-ms and data-all-painted-ms: the page's own marks
+# are set when ECharts has drawn into its canvases, which the screen shows
+# with the next frame, which the browser may hold back while it parses the
+# rest of the page. The same for any version of the page.
+AFTER_PAINT = r"""
+new MutationObserver(function (changes) {
+  changes.forEach(function (change) {
+    var root = change.target, name = change.attributeName === 'data-state' ? 'data-painted-ms' : 'data-all-painted-ms';
+    if (root.id !== 'tune-report' || root.hasAttribute(name)) return;
+    if (change.attributeName === 'data-state' && root.getAttribute('data-state') !== 'ready') return;
+    root.setAttribute(name, 'pending');
+    requestAnimationFrame(function () {
+      setTimeout(function () { root.setAttribute(name, String(Math.round(performance.now()))); }, 0);
+    });
+  });
+}).observe(document, { subtree: true, attributes: true, attributeFilter: ['data-state', 'data-all-ms'] });
+"""
+
+
+def painted(info, key):
+    return info.get(key) not in (None, "pending")
+
+
 def measure(page, query, done):
     with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as profile:
         chrome = Chromium(profile, 1000)
         try:
             target = next(t for t in chrome.call("Target.getTargets")["targetInfos"] if t["type"] == "page")
             chrome.session = chrome.call("Target.attachToTarget", {"targetId": target["targetId"], "flatten": True})["sessionId"]
+            chrome.call("Page.enable")
+            chrome.call("Page.addScriptToEvaluateOnNewDocument", {"source": AFTER_PAINT})
             start = time.perf_counter()
             chrome.call("Page.navigate", {"url": "file://" + os.path.abspath(page) + query})
             marks = "JSON.stringify(Object.assign({}, (document.getElementById('tune-report') || {dataset: {}}).dataset," \
@@ -92,20 +128,44 @@ def measure(page, query, done):
 
 
 def first_screen(info):
-    return info.get("state") == "ready"
+    return info.get("state") == "ready" and painted(info, "paintedMs")
 
 
 def every_chart(info):
-    return info.get("state") == "ready" and info.get("drawn") == info.get("charts")
+    return info.get("state") == "ready" and info.get("drawn") == info.get("charts") and painted(info, "allPaintedMs")
 
 
-page, repeat = sys.argv[1], int(sys.argv[2])
-first = [measure(page, "", first_screen) for _ in range(repeat)]
-every = [measure(page, "?all", every_chart) for _ in range(repeat)]
-for _, info in first + every:
-    if info.get("errors"):
-        sys.exit("render_time.py: the page reported errors: " + info["errors"][:500])
-print(json.dumps({"first_ms": [int(info["renderMs"]) for _, info in first],
-                  "all_ms": [int(info["allMs"]) for _, info in every], "wall_s": [w for w, _ in every],
-                  "charts": int(every[0][1]["charts"]), "first_drawn": int(first[0][1]["drawn"]),
-                  "renderer": every[0][1]["renderer"]}))
+def main():
+    if len(sys.argv) < 3:
+        sys.exit(__doc__)
+    pages, repeat = sys.argv[1:-1], int(sys.argv[-1])
+    # Several pages: run by run in turn (page A, page B, page A, ...), so a
+    # change in the machine's load falls on each alike.
+    first = {page: [] for page in pages}
+    every = {page: [] for page in pages}
+    load = {page: [] for page in pages}
+    for _ in range(repeat):
+        for page in pages:
+            load[page].append(float(open("/proc/loadavg").read().split()[0]))
+            first[page].append(measure(page, "", first_screen))
+    for _ in range(repeat):
+        for page in pages:
+            load[page].append(float(open("/proc/loadavg").read().split()[0]))
+            every[page].append(measure(page, "?all", every_chart))
+    results = {}
+    for page in pages:
+        for _, info in first[page] + every[page]:
+            if info.get("errors"):
+                sys.exit(f"render_time.py: {page} reported errors: " + info["errors"][:500])
+        results[page] = {"first_ms": [int(info["renderMs"]) for _, info in first[page]],
+                         "all_ms": [int(info["allMs"]) for _, info in every[page]],
+                         "first_painted_ms": [int(info["paintedMs"]) for _, info in first[page]],
+                         "all_painted_ms": [int(info["allPaintedMs"]) for _, info in every[page]],
+                         "wall_s": [w for w, _ in every[page]], "charts": int(every[page][0][1]["charts"]),
+                         "first_drawn": int(first[page][0][1]["drawn"]), "renderer": every[page][0][1]["renderer"],
+                         "load_average": load[page]}
+    print(json.dumps(results[pages[0]] if len(pages) == 1 else results))
+
+
+if __name__ == "__main__":
+    main()

@@ -155,6 +155,9 @@ TEST(ReportEndToEnd, AFifoSweepDrawsEveryChartAndAScreenshotWithContent) {
   EXPECT_GE(r.min_elements("history"), 6);   // a point per trial
   EXPECT_GE(r.min_elements("timeline"), 6);  // a bar per trial
   EXPECT_GE(r.min_elements("parallel"), 6);
+  // The parallel coordinates' note counts the trials it draws (it reads the
+  // parameters, which come with the rest of the data, when it is drawn).
+  EXPECT_NE(r.main.find("<p class=\"note\">6 trials</p>"), std::string::npos);
   // Small reports draw SVG: every mark is a DOM node.
   size_t svgs = 0;
   for (size_t at = r.main.find("<svg"); at != std::string::npos; at = r.main.find("<svg", at + 1)) ++svgs;
@@ -174,6 +177,14 @@ TEST(ReportEndToEnd, AFifoSweepDrawsEveryChartAndAScreenshotWithContent) {
   std::smatch box;
   ASSERT_TRUE(std::regex_search(selected.main, box, std::regex("<div class=\"selected\">Selected: <b>trial 2</b>[^<]*")));
   EXPECT_NE(selected.main.find("attempts 1, iterations 5"), std::string::npos);
+  // The same with only the first screen drawn: the selection waits for the
+  // rest of the data (its status, attempts, parameters), parsed after it.
+  const Rendered selected_top = render(html, "#e0-t2");
+  EXPECT_EQ(selected_top.state, "ready");
+  EXPECT_EQ(selected_top.errors, "");
+  EXPECT_TRUE(std::regex_search(selected_top.main, box,
+                                std::regex("<div class=\"selected\">Selected: <b>trial 2</b> \\(TERMINATED\\)")));
+  EXPECT_NE(selected_top.main.find("attempts 1, iterations 5"), std::string::npos);
 
   TempDir profile;
   const std::string png = s.dir.file("shot.png");

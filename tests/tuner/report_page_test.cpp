@@ -35,12 +35,43 @@ struct SmallStore {
   }
 };
 
-Json page_data(const std::string& page) {
-  const std::string open = "<script type=\"application/json\" id=\"tune-data\">";
+Json script_json(const std::string& page, const std::string& id) {
+  const std::string open = "<script type=\"application/json\" id=\"" + id + "\">";
   const size_t start = page.find(open);
-  EXPECT_NE(start, std::string::npos);
+  if (start == std::string::npos) return Json();  // discarded: no such element
   const size_t end = page.find("</script>", start);
   return Json::parse(page.substr(start + open.size(), end - start - open.size()));
+}
+
+// The page's data: #tune-data, with each experiment's "later" fields put
+// back from their elements (as the page's script does when it needs them).
+Json page_data(const std::string& page) {
+  Json data = script_json(page, "tune-data");
+  EXPECT_TRUE(data.is_object());
+  for (size_t n = 0; n < data["experiments"].size(); ++n) {
+    Json& e = data["experiments"][n];
+    const std::string prefix = "tune-later-" + std::to_string(n) + "-";
+    for (const auto& entry : e["later"]) {
+      std::string path = entry.get<std::string>();
+      const bool parts = path.size() > 2 && path.compare(path.size() - 2, 2, "[]") == 0;
+      if (parts) path.resize(path.size() - 2);
+      Json value;
+      if (parts) {
+        value = Json::array();
+        for (Json part; !(part = script_json(page, prefix + path + "." + std::to_string(value.size()))).is_null();) {
+          value.push_back(part);
+        }
+      } else {
+        value = script_json(page, prefix + path);
+        EXPECT_FALSE(value.is_null()) << path;
+      }
+      const size_t dot = path.find('.');
+      Json& owner = e[path.substr(0, dot)];
+      EXPECT_FALSE(owner.contains(path.substr(dot + 1))) << path;
+      owner[path.substr(dot + 1)] = value;
+    }
+  }
+  return data;
 }
 
 size_t count(const std::string& text, const std::string& what) {
@@ -55,9 +86,11 @@ TEST(ReportPage, IsOneFileWithItsDataIntactWhateverTheStoreHolds) {
   EXPECT_EQ(page.rfind("<!doctype html>", 0), 0u);
   EXPECT_EQ(count(page, "<script src"), 0u);
   EXPECT_EQ(count(page, "<link"), 0u);
-  // error collector, ECharts, data, three scripts of the page, main(): seven
-  // elements, however many "</script>" the store's text holds.
-  EXPECT_EQ(count(page, "</script>"), 7u);
+  // error collector, ECharts, data, three scripts of the page, main(), the
+  // rest of the data (6 trial fields, 2 parameters, 6 interval fields):
+  // twenty-one elements, however many "</script>" the store's text holds.
+  EXPECT_EQ(count(page, "</script>"), 21u);
+  EXPECT_LT(page.find("tuneReport.main();"), page.find("id=\"tune-later-0-"));
   const Json data = page_data(page);
   ASSERT_EQ(data["experiments"].size(), 1u);
   const Json& e = data["experiments"][0];
@@ -66,7 +99,32 @@ TEST(ReportPage, IsOneFileWithItsDataIntactWhateverTheStoreHolds) {
   EXPECT_EQ(e["trials"]["error"][2], kHostile);
   EXPECT_EQ(e["summary"]["params"], (Json{"note", "x"}));
   EXPECT_EQ(e["trials"]["p"][0][1], kHostile);
+  EXPECT_EQ(e["trials"]["status"][2], "ERROR");
+  EXPECT_EQ(e["trials"]["attempts"][0], 1);
+  EXPECT_EQ(e["intervals"]["trial"].size(), 3u);
+  EXPECT_EQ(e["summary"]["intervals"], 3);
   EXPECT_FALSE(data["live"].get<bool>());
+}
+
+TEST(ReportPage, PutsWhatTheFirstScreenDoesNotDrawLater) {
+  SmallStore s;
+  const std::string page = render_report(*s.store, s.dir.path(), {"quad"});
+  const Json first = script_json(page, "tune-data")["experiments"][0];
+  EXPECT_EQ(first["later"], (Json{"trials.status", "trials.attempts", "trials.best", "trials.iterations", "trials.end",
+                                  "trials.error", "trials.p[]", "intervals.trial", "intervals.attempt",
+                                  "intervals.start", "intervals.end", "intervals.lane", "intervals.host"}));
+  EXPECT_EQ(first["trials"], (Json{{"index", {0, 1, 2}}, {"value", {0, 1, 4}}}));  // what the history draws
+  EXPECT_EQ(first["intervals"], Json::object());
+  EXPECT_TRUE(first.contains("curves"));
+  EXPECT_TRUE(first.contains("marks"));
+  // After main(), one element a field; the parameters one a column.
+  const size_t main = page.find("tuneReport.main();");
+  for (const char* id : {"tune-later-0-trials.status", "tune-later-0-trials.p.0", "tune-later-0-trials.p.1",
+                         "tune-later-0-intervals.host"}) {
+    EXPECT_GT(page.find(std::string("id=\"") + id + "\""), main) << id;
+  }
+  EXPECT_EQ(page.find("tune-later-0-trials.p.2"), std::string::npos);
+  EXPECT_EQ(script_json(page, "tune-later-0-trials.status"), (Json{"TERMINATED", "TERMINATED", "ERROR"}));
 }
 
 TEST(ReportPage, IsAsciiAndItsTextMeansTheSame) {

@@ -6,7 +6,8 @@
 //   summary   name, status, metric, mode, scheduler, search, created_at,
 //             wall_s, running, counts, best {trial, value, params, checkpoint},
 //             constants, params [names], importance [[name, share]],
-//             slots_per_trial, lanes, utilisation, hosts, results, curve_points
+//             slots_per_trial, lanes, utilisation, hosts, results, curve_points,
+//             intervals (how many)
 //   trials    index, status, attempts, value, best, iterations, end, error,
 //             p [one column per param]
 //   curves    start (offsets per trial, one extra at the end), x, y
@@ -16,6 +17,17 @@
 //   rungs     attribute, rungs [{milestone, cutoff, trials, values, continued}]
 //   median    attribute, x, y
 //   exploits  [{trial, donor, iteration, donor_iteration, time, changes}]
+//   later     the fields ("trials.status", "intervals.start", ...) that are
+//             not in #tune-data but each in its own element after the page's
+//             scripts, <script type="application/json"
+//             id="tune-later-EXPERIMENT-PATH">: what no chart of the first
+//             screen draws (~45 % of a large sweep's data). "trials.p[]" is
+//             in parts, one per parameter: tune-later-0-trials.p.0, .1, ...
+//             The browser parses those elements after main() has set the
+//             first screen up, and the page reads a field (JSON.parse) the
+//             first time it is touched. Until the page is parsed, touching
+//             one throws T.LATER: draw() and T.redraw() try again then, and
+//             tooltips and selections wait (T.whenLoaded).
 //
 // Charts are registered (T.builder) by report_charts.js and report_schedule.js;
 // main() lays them out and draws each as it comes near the viewport. On
@@ -73,6 +85,41 @@
   };
 
   T.finite = function (v) { return v !== null && v !== undefined && isFinite(v); };
+
+  // The rest of the data (see "later" above): whether it can be read yet,
+  // and fn() now or once it can.
+  T.LATER = new Error('the rest of the report\'s data is not parsed yet');
+  T.loaded = function () { return document.readyState !== 'loading'; };
+  T.whenLoaded = function (fn) {
+    if (T.loaded()) fn();
+    else document.addEventListener('DOMContentLoaded', function () { fn(); });
+  };
+  // Experiment n's fields listed in its "later" become getters that read
+  // them from their elements (see "later" above) and then stay plain values.
+  function deferFields(x, n) {
+    function read(path) {
+      if (!T.loaded()) throw T.LATER;
+      var node = document.getElementById('tune-later-' + n + '-' + path);
+      return node ? JSON.parse(node.textContent) : undefined;
+    }
+    (x.later || []).forEach(function (entry) {
+      var parts = /\[\]$/.test(entry), path = parts ? entry.slice(0, -2) : entry;
+      var keys = path.split('.'), owner = x;
+      for (var k = 0; k < keys.length - 1; k++) owner = owner[keys[k]] = owner[keys[k]] || {};
+      var name = keys[keys.length - 1];
+      Object.defineProperty(owner, name, { configurable: true, enumerable: true, get: function () {
+        var value;
+        if (parts) {
+          value = [];
+          for (var part; (part = read(path + '.' + value.length)) !== undefined;) value.push(part);
+        } else {
+          value = read(path);
+        }
+        Object.defineProperty(owner, name, { value: value, writable: true, enumerable: true, configurable: true });
+        return value;
+      } });
+    });
+  }
 
   // A metric's axis: log when its values are positive and span decades.
   T.valueAxis = function (name, values, extra) {
@@ -133,6 +180,7 @@
   T.trialTooltip = function (e, trial) {
     var i = e.pos[trial];
     if (i === undefined) return '';
+    if (!T.loaded()) return '<b>trial ' + trial + '</b>';  // its details are in the rest of the data
     var t = e.data.trials, s = e.data.summary;
     var lines = ['<b>trial ' + trial + '</b> (' + T.escape(t.status[i]) + ')',
       T.escape(s.metric || 'metric') + ': ' + T.fmt(t.value[i]) + ' (best ' + T.fmt(t.best[i]) + ')'];
@@ -174,12 +222,68 @@
     return entry;
   };
 
+  // What every option gets before ECharts sees it: no animation, and no axis
+  // drawn where the other crosses zero (it would cut through the plot).
+  function settled(option) {
+    option.animation = false;
+    [].concat(option.xAxis || [], option.yAxis || []).forEach(function (axis) {
+      axis.axisLine = axis.axisLine || {};
+      axis.axisLine.onZero = false;
+    });
+    return option;
+  }
+
+  // Replaces a chart's option (a panel's toggle switching views); one not
+  // drawn yet gets it when it is.
+  T.redraw = function (entry, option) {
+    if (!entry.chart) {
+      entry.option = option;
+      return;
+    }
+    if (typeof option === 'function') {
+      try {
+        option = option();
+      } catch (err) {
+        if (err !== T.LATER) throw err;
+        T.whenLoaded(function () { T.redraw(entry, option); });
+        return;
+      }
+    }
+    entry.chart.setOption(settled(option), true);
+    var e = entry.experiment;
+    if (entry.select && e.selected !== null && e.selected !== undefined) entry.select(e.selected);
+  };
+
   // A chart is drawn when it comes within 200 px of the viewport, so a sweep
   // of 10,000 trials shows its first charts at once; data-drawn counts the
   // charts drawn so far.
   function draw(entry) {
-    if (entry.chart) return;
-    T.pending += 1;
+    if (entry.chart || entry.waiting) return;
+    var option = entry.option;
+    if (typeof option === 'function') {
+      T.mark('option ' + entry.kind);
+      try {
+        option = option();
+      } catch (err) {
+        if (err === T.LATER) {
+          // It draws the rest of the data: once the page is parsed (until
+          // then it counts as pending, so a chart in view holds data-state).
+          if (!entry.counted) T.pending += 1;
+          entry.counted = entry.waiting = true;
+          T.whenLoaded(function () {
+            entry.waiting = false;
+            draw(entry);
+          });
+          return;
+        }
+        // Counted as drawn (empty), so the page still gets ready; the error is shown.
+        console.error('chart failed: ' + (err && err.stack ? err.stack : err));
+        option = {};
+      }
+    }
+    entry.option = null;
+    if (!entry.counted) T.pending += 1;
+    entry.counted = true;
     var chart = (entry.chart = echarts.init(entry.div, null, { renderer: T.renderer }));
     chart.on('finished', function () {
       if (entry.drawn) return;
@@ -197,26 +301,8 @@
       var trial = p.data && p.data.trial !== undefined ? p.data.trial : Array.isArray(p.value) ? p.value[2] : undefined;
       if (typeof trial === 'number' && e.pos[trial] !== undefined) T.select(e, trial);
     });
-    var option = entry.option;
-    entry.option = null;
-    if (typeof option === 'function') {
-      T.mark('option ' + entry.kind);
-      try {
-        option = option();
-      } catch (err) {
-        // Counted as drawn (empty), so the page still gets ready; the error is shown.
-        console.error('chart failed: ' + (err && err.stack ? err.stack : err));
-        option = {};
-      }
-    }
-    option.animation = false;
-    // An axis drawn where the other crosses zero would cut through the plot.
-    [].concat(option.xAxis || [], option.yAxis || []).forEach(function (axis) {
-      axis.axisLine = axis.axisLine || {};
-      axis.axisLine.onZero = false;
-    });
     T.mark('draw ' + entry.kind);
-    chart.setOption(option);
+    chart.setOption(settled(option));
     T.mark('set ' + entry.kind);
     if (entry.setup) entry.setup(chart);
     if (entry.select && e.selected !== null && e.selected !== undefined) entry.select(e.selected);
@@ -236,6 +322,7 @@
   };
 
   T.select = function (e, trial) {
+    if (!T.loaded()) return T.whenLoaded(function () { T.select(e, trial); });
     e.selected = trial;
     try {
       history.replaceState(null, '', '#e' + e.number + '-t' + trial);
@@ -350,6 +437,7 @@
       ' — ' + data.storage + ' — generated ' + T.date(data.generated_at) + ' ');
     if (data.live) T.el('span', { 'class': 'live' }, sub, 'live: refreshing every ' + data.reload_s + ' s');
     data.experiments.forEach(function (x, n) {
+      deferFields(x, n);
       var e = { number: n, data: x, pos: {}, selected: null };
       x.trials.index.forEach(function (trial, i) { e.pos[trial] = i; });
       T.experiments.push(e);
@@ -367,11 +455,15 @@
     });
     scheduleReload(data);
     if (!T.charts.length) T.root.setAttribute('data-all-ms', String(Math.round(performance.now())));
-    // "report.html?all" draws every chart at once (to print, or to time it).
+    // "report.html?all" draws every chart at once (to print, or to time it),
+    // once the page is parsed: in one go, as most of them draw the rest of
+    // the data.
     if (!window.IntersectionObserver || !T.charts.length || /[?&]all\b/.test(location.search)) {
-      T.charts.forEach(draw);
-      T.pending -= 1;
-      if (T.pending === 0) T.ready();
+      T.whenLoaded(function () {
+        T.charts.forEach(draw);
+        T.pending -= 1;
+        if (T.pending === 0) T.ready();
+      });
       return;
     }
     // The observer reports every chart once at the start, in view or not;

@@ -69,8 +69,7 @@
     });
     T.toggle(panel, ['trial', 'time'], function (label) {
       axis = label;
-      entry.chart.setOption(option(), true);
-      if (e.selected !== null) entry.select(e.selected);
+      T.redraw(entry, option);
     });
   });
 
@@ -200,24 +199,22 @@
   T.builder(40, function parallel(e, grid) {
     var t = e.data.trials, s = e.data.summary, title = 'Parallel coordinates';
     if (!s.params.length) return T.empty(grid, title, 'No sampled parameters.');
-    var rows = [];
-    t.index.forEach(function (trial, i) { if (finite(t.value[i])) rows.push(i); });
-    if (!rows.length) return T.empty(grid, title, 'No trial has a finite ' + (s.metric || 'metric') + ' yet.');
-    // The trials drawn: those with a value on every axis (an axis of numbers,
-    // a parameter whose values are all numbers or null, has no place for null).
-    var numeric = s.params.map(function (name, k) {
-      return rows.every(function (i) { return t.p[k][i] === null || typeof t.p[k][i] === 'number'; });
-    });
-    var withMetric = rows;
-    rows = rows.filter(function (i) {
-      for (var k = 0; k < numeric.length; k++) if (numeric[k] && t.p[k][i] === null) return false;
-      return true;
-    });
+    var withMetric = [];
+    t.index.forEach(function (trial, i) { if (finite(t.value[i])) withMetric.push(i); });
+    if (!withMetric.length) return T.empty(grid, title, 'No trial has a finite ' + (s.metric || 'metric') + ' yet.');
     var panel = T.panel(grid, title, 'Drag along an axis to brush a range; only trials inside every range stay drawn.', 'wide');
-    var status = T.el('p', { 'class': 'note' }, panel, rows.length + ' trials');
-    var data = [], rowOf = {};
+    var status = T.el('p', { 'class': 'note' }, panel, '\u00a0');  // its line, filled when drawn
+    var rows = [], data = [], rowOf = {};
+    // The parameters are in the rest of the data (report.js): read when drawn.
     function option() {
       var axes = s.params.map(function (name, k) { return paramAxis(withMetric.map(function (i) { return t.p[k][i]; })); });
+      // The trials drawn: those with a value on every axis (an axis of numbers,
+      // a parameter whose values are all numbers or null, has no place for null).
+      rows = withMetric.filter(function (i) {
+        for (var k = 0; k < axes.length; k++) if (axes[k].numeric && t.p[k][i] === null) return false;
+        return true;
+      });
+      status.textContent = rows.length + ' trials';
       rows.forEach(function (i) {
         var value = axes.map(function (axis, k) { return axisValue(axis, t.p[k][i]); });
         value.push(t.value[i]);
@@ -243,7 +240,12 @@
       if (rowOf[trial] !== undefined) entry.chart.dispatchAction({ type: 'highlight', seriesIndex: 0, dataIndex: rowOf[trial] });
     }, function (chart) {
       chart.on('axisareaselected', function () {
-        var active = chart.getModel().getSeries()[0].getRawIndicesByActiveState('active');
+        var series = chart.getModel().getSeries()[0], active = series.getRawIndicesByActiveState('active');
+        // Every range cleared: every trial drawn as before.
+        if (!active.length && !series.getRawIndicesByActiveState('inactive').length) {
+          status.textContent = rows.length + ' trials';
+          return;
+        }
         var trials = active.map(function (d) { return data[d].trial; }).sort(function (a, b) { return a - b; });
         status.textContent = trials.length + ' of ' + data.length + ' trials in the brushed ranges' +
           (trials.length ? ': ' + trials.slice(0, 30).join(', ') + (trials.length > 30 ? ', …' : '') : '');

@@ -131,8 +131,8 @@
 
   // Slot timeline: each attempt of each trial on the lane it ran in.
   T.builder(70, function timeline(e, grid) {
-    var iv = e.data.intervals, s = e.data.summary, title = 'Timeline';
-    if (!iv.trial.length) return T.empty(grid, title, 'No trial has run yet.');
+    var s = e.data.summary, title = 'Timeline';
+    if (!s.intervals) return T.empty(grid, title, 'No trial has run yet.');
     var util = s.utilisation === null ? '' : ' Utilisation ' + Math.round(s.utilisation * 100) + '%.';
     var panel = T.panel(grid, title, 'When each trial (attempt) held a slot.' + util, 'wide');
     function render(selected) {
@@ -148,6 +148,7 @@
     }
     var data = [];
     function option() {
+      var iv = e.data.intervals;  // in the rest of the data (report.js): read when drawn
       var hosts = s.hosts.length ? s.hosts : [''], lanes = [], laneOf = {};
       iv.trial.forEach(function (trial, n) {
         var key = (iv.host[n] || '') + '/' + iv.lane[n];
@@ -218,7 +219,7 @@
     var entry = T.chart({ pos: {} }, panel, 'compare', option());
     T.toggle(panel, ['trial', 'time'], function (label) {
       axis = label;
-      entry.chart.setOption(option(), true);
+      T.redraw(entry, option);
     });
   };
 })();
