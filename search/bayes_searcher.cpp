@@ -186,9 +186,8 @@ class BayesSearcher : public ModelSearcher {
     const uint64_t design_index = static_cast<uint64_t>(i - n_points);
     if (i - n_points < n_initial_ || data.n_ok < 2) return fresh_design_point(design, design_index, taken);
     refit(data);
-    GaussianProcess gp(gp_options_);
-    condition(gp, data, pending);
-    Json config = maximize_acquisition(gp, data, taken, i);
+    condition(model_, data, pending);
+    Json config = maximize_acquisition(model_, data, taken, i);
     return config.is_null() ? fresh_design_point(design, design_index, taken) : config;
   }
 
@@ -242,6 +241,10 @@ class BayesSearcher : public ModelSearcher {
 
   // The GP on the data plus the pending points at fantasy values (kriging
   // believer: the model's own mean; constant liar: min/mean/max of y).
+  // `gp` is the previous suggestion's model: the factor rows of the points
+  // it already had (in the same order, with the same hyperparameters) are
+  // reused, the new ones appended (O(n^2) each instead of O(n^3) in all);
+  // the result is the same to the bit as a fresh model's.
   void condition(GaussianProcess& gp, Data& data, const std::vector<std::vector<double>>& pending) const {
     gp.set_data(data.x, data.y, hyper_);
     if (pending.empty()) return;
@@ -366,6 +369,7 @@ class BayesSearcher : public ModelSearcher {
   std::vector<std::vector<double>> pending_now_;  // during propose(): pending points (unit cube)
   std::vector<std::pair<int64_t, double>> fit_key_;
   GpHyperparameters hyper_;
+  GaussianProcess model_;  // the last suggestion's model (a cache, see condition())
 };
 
 }  // namespace

@@ -78,7 +78,16 @@ struct GaussianProcess::Impl {
   double y_mean = 0, y_scale = 1;
   GpHyperparameters hyper;
   Theta t;
-  Eigen::LLT<Eigen::MatrixXd> llt;
+  // Lower Cholesky factor of K + (n2 + jitter) I in the top-left
+  // n_factored x n_factored corner of Lbuf (which has spare capacity: rows
+  // are appended in place). Always built row by row (append_row), so a
+  // factor extended over many calls is bit-identical to one built at once.
+  Eigen::MatrixXd Lbuf;
+  Eigen::Index n_factored = 0;
+  double jitter = 0;
+  // Leading rows of X that the last set() left unchanged (their factor rows
+  // stay valid while the kernel's hyperparameters do).
+  Eigen::Index unchanged_rows = 0;
   Eigen::VectorXd alpha;
   double lml = 0;
   bool fitted = false;
@@ -106,26 +115,24 @@ struct GaussianProcess::Impl {
     *Ks = ws_R.unaryExpr([&](double r) { return th.s2 * matern(r); });
   }
 
-  // The same matrix without the per-dimension tables (one-off posteriors).
-  static Eigen::MatrixXd signal_direct(const Eigen::MatrixXd& X, const Theta& th) {
-    const Eigen::MatrixXd Xs = X * th.inv_l2.cwiseSqrt().asDiagonal();
-    Eigen::MatrixXd R2 = -2.0 * Xs * Xs.transpose();
-    const Eigen::VectorXd sq = Xs.rowwise().squaredNorm();
-    R2.colwise() += sq;
-    R2.rowwise() += sq.transpose();
-    Eigen::MatrixXd K = R2.unaryExpr([&](double r2) { return th.s2 * matern(std::sqrt(std::max(r2, 0.0))); });
-    K.diagonal().setConstant(th.s2);
-    return K;
-  }
 
   void set(const std::vector<std::vector<double>>& x, const std::vector<double>& yy) {
     if (x.empty()) throw Error("GaussianProcess: no data points");
     if (x.size() != yy.size())
       throw Error("GaussianProcess: " + std::to_string(x.size()) + " inputs but " + std::to_string(yy.size()) +
                   " targets");
+    const int d_old = d;
     d = static_cast<int>(x[0].size());
     if (d < 1) throw Error("GaussianProcess: inputs must have at least one dimension");
-    X.resize(static_cast<Eigen::Index>(x.size()), d);
+    unchanged_rows = 0;
+    if (d == d_old) {
+      const Eigen::Index shared = std::min<Eigen::Index>(X.rows(), static_cast<Eigen::Index>(x.size()));
+      while (unchanged_rows < shared && static_cast<int>(x[static_cast<size_t>(unchanged_rows)].size()) == d &&
+             std::equal(x[static_cast<size_t>(unchanged_rows)].begin(), x[static_cast<size_t>(unchanged_rows)].end(),
+                        X.row(unchanged_rows).begin()))
+        ++unchanged_rows;
+    }
+    X.conservativeResize(static_cast<Eigen::Index>(x.size()), d);
     y.resize(static_cast<Eigen::Index>(x.size()));
     for (size_t i = 0; i < x.size(); ++i) {
       if (static_cast<int>(x[i].size()) != d)
@@ -179,15 +186,78 @@ struct GaussianProcess::Impl {
     return value;
   }
 
+  // The factor's n x n corner (n = X.rows() once posterior() has run).
+  auto L() const { return Lbuf.topLeftCorner(X.rows(), X.rows()); }
+  // x = L^-T b.
+  Eigen::VectorXd solve_transposed(const Eigen::VectorXd& b) const {
+    const auto lower = L();
+    return lower.triangularView<Eigen::Lower>().transpose().solve(b);
+  }
+
+  // Row i of the factor from rows 0..i-1: l = L_{<i}^-1 k_i, L_ii = sqrt(k_ii + n2 + jitter - l.l).
+  // False when the pivot is not positive.
+  bool append_row(Eigen::Index i) {
+    Eigen::VectorXd k(i);
+    for (Eigen::Index j = 0; j < i; ++j) {
+      double r2 = 0;
+      for (int c = 0; c < d; ++c) {
+        const double diff = X(i, c) - X(j, c);
+        r2 += diff * diff * t.inv_l2[c];
+      }
+      k[j] = t.s2 * matern(std::sqrt(r2));
+    }
+    if (i > 0) Lbuf.topLeftCorner(i, i).triangularView<Eigen::Lower>().solveInPlace(k);
+    const double pivot = t.s2 + t.n2 + jitter - k.squaredNorm();
+    if (!(pivot > 0) || !std::isfinite(pivot)) return false;
+    Lbuf.row(i).head(i) = k.transpose();
+    Lbuf(i, i) = std::sqrt(pivot);
+    return true;
+  }
+
+  // Factors rows keep..n-1 (rows below keep are valid); on a non-positive
+  // pivot, starts over with growing jitter, as a fresh factorization would.
+  bool extend_factor(Eigen::Index keep) {
+    const Eigen::Index n = X.rows();
+    if (Lbuf.rows() < n) {
+      // Room for the points and the pending ones of the next few
+      // suggestions (growing copies the factor).
+      const Eigen::Index capacity = n + std::max<Eigen::Index>(32, n / 4);
+      Eigen::MatrixXd grown(capacity, capacity);
+      grown.topLeftCorner(keep, keep) = Lbuf.topLeftCorner(keep, keep);
+      Lbuf.swap(grown);
+    }
+    if (keep == 0) jitter = 0;
+    for (int attempt = 0; attempt < 7; ++attempt) {
+      Eigen::Index i = keep;
+      while (i < n && append_row(i)) ++i;
+      if (i == n) {
+        n_factored = n;
+        return true;
+      }
+      keep = 0;
+      jitter = jitter == 0 ? 1e-10 * std::max(1.0, t.s2) : jitter * 100;
+    }
+    n_factored = 0;
+    return false;
+  }
+
+  // The posterior at hyperparameters h. The factor rows of the leading rows
+  // of X that set() left unchanged are reused when the kernel (lengthscales,
+  // signal and noise variance) is the same and no jitter was needed; the
+  // result is bit-identical either way.
   void posterior(const GpHyperparameters& h) {
+    const Theta nt = unpack(pack(h), d);
+    const bool same_kernel = fitted && jitter == 0 && nt.s2 == t.s2 && nt.n2 == t.n2 &&
+                             nt.inv_l2.size() == t.inv_l2.size() && nt.inv_l2 == t.inv_l2;
+    const Eigen::Index keep = same_kernel ? std::min(unchanged_rows, n_factored) : 0;
     hyper = h;
-    t = unpack(pack(h), d);
-    Eigen::MatrixXd Ks = signal_direct(X, t), work;
-    if (!factor(Ks, t.n2, &work, &llt)) throw Error("GaussianProcess: kernel matrix is not positive definite");
+    t = nt;
+    fitted = false;
+    if (!extend_factor(keep)) throw Error("GaussianProcess: kernel matrix is not positive definite");
     const Eigen::VectorXd r = (y.array() - t.c).matrix();
-    alpha = llt.solve(r);
-    lml = -0.5 * r.dot(alpha) - llt.matrixLLT().diagonal().array().log().sum() -
-          0.5 * static_cast<double>(X.rows()) * kLog2Pi;
+    const Eigen::VectorXd z = L().triangularView<Eigen::Lower>().solve(r);
+    alpha = solve_transposed(z);
+    lml = -0.5 * r.dot(alpha) - L().diagonal().array().log().sum() - 0.5 * static_cast<double>(X.rows()) * kLog2Pi;
     fitted = true;
   }
 
@@ -389,7 +459,7 @@ void GaussianProcess::predict_with_gradient(const std::vector<double>& x, double
   Eigen::VectorXd xv = Eigen::Map<const Eigen::VectorXd>(x.data(), m.d);
   Eigen::VectorXd k = m.kstar(xv);
   double mu = m.t.c + k.dot(m.alpha);
-  Eigen::VectorXd v = m.llt.matrixL().solve(k);
+  Eigen::VectorXd v = m.L().triangularView<Eigen::Lower>().solve(k);
   double var = std::max(m.t.s2 - v.squaredNorm(), 1e-12 * m.t.s2);
   if (mean) *mean = m.y_mean + m.y_scale * mu;
   if (variance) *variance = var * m.y_scale * m.y_scale;
@@ -407,7 +477,7 @@ void GaussianProcess::predict_with_gradient(const std::vector<double>& x, double
       mean_gradient->assign(gm.data(), gm.data() + m.d);
     }
     if (variance_gradient) {
-      Eigen::VectorXd kinv_k = m.llt.matrixU().solve(v);
+      Eigen::VectorXd kinv_k = m.solve_transposed(v);
       Eigen::VectorXd gv = -2.0 * dk.transpose() * kinv_k * m.y_scale * m.y_scale;
       if (var <= 1e-12 * m.t.s2) gv.setZero();
       variance_gradient->assign(gv.data(), gv.data() + m.d);
@@ -419,15 +489,23 @@ void GaussianProcess::predict_batch(const std::vector<std::vector<double>>& x, s
                                     std::vector<double>* variances) const {
   const Impl& m = *impl_;
   if (!m.fitted) throw Error("GaussianProcess: predict before fit");
-  const Eigen::Index n = m.X.rows(), count = static_cast<Eigen::Index>(x.size());
-  Eigen::MatrixXd Kt(n, count);
+  const Eigen::Index count = static_cast<Eigen::Index>(x.size());
+  // k(X, x) for every x at once: with inputs scaled by 1/l, r^2 = |a|^2 +
+  // |b|^2 - 2 a.b, the cross terms in one matrix product.
+  const Eigen::VectorXd scale = m.t.inv_l2.cwiseSqrt();
+  Eigen::MatrixXd C(count, m.d);
   for (Eigen::Index c = 0; c < count; ++c) {
     const auto& row = x[static_cast<size_t>(c)];
     if (static_cast<int>(row.size()) != m.d) throw Error("GaussianProcess: predict_batch row of wrong size");
-    Kt.col(c) = m.kstar(Eigen::Map<const Eigen::VectorXd>(row.data(), m.d));
+    C.row(c) = Eigen::Map<const Eigen::RowVectorXd>(row.data(), m.d).cwiseProduct(scale.transpose());
   }
+  const Eigen::MatrixXd Xs = m.X * scale.asDiagonal();
+  Eigen::MatrixXd Kt = -2.0 * Xs * C.transpose();
+  Kt.colwise() += Xs.rowwise().squaredNorm();
+  Kt.rowwise() += C.rowwise().squaredNorm().transpose();
+  Kt = Kt.unaryExpr([&](double r2) { return m.t.s2 * matern(std::sqrt(std::max(r2, 0.0))); });
   Eigen::VectorXd mu = (Kt.transpose() * m.alpha).array() + m.t.c;
-  m.llt.matrixL().solveInPlace(Kt);
+  m.L().triangularView<Eigen::Lower>().solveInPlace(Kt);
   Eigen::VectorXd var = (m.t.s2 - Kt.colwise().squaredNorm().array()).max(1e-12 * m.t.s2).matrix();
   if (means) {
     means->resize(static_cast<size_t>(count));

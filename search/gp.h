@@ -77,7 +77,12 @@ class GaussianProcess {
   void fit(const std::vector<std::vector<double>>& x, const std::vector<double>& y, uint64_t seed);
 
   // Sets the data with the given hyperparameters, without optimizing them
-  // (e.g. a cheap update between full fits). Same checks as fit().
+  // (e.g. a cheap update between full fits). Same checks as fit(). When the
+  // kernel's hyperparameters are those of the previous call, the Cholesky
+  // rows of the leading points that did not change are kept and only the
+  // rest are factored (O(n^2) per new point instead of O(n^3) in all); the
+  // factor is always built row by row, so the result is the same to the bit
+  // as on a fresh GaussianProcess.
   void set_data(const std::vector<std::vector<double>>& x, const std::vector<double>& y,
                 const GpHyperparameters& hyperparameters);
 
