@@ -6,6 +6,16 @@
 // - promotion (the paper's algorithm): a trial pauses at each rung; when a slot
 //   frees, get_job promotes the best not-yet-promoted trial among the top
 //   floor(n/rf) of the highest rung that has one, else a new trial starts.
+// Backfill (both modes, `backfill: true`): once the searcher has no more
+// trials, a slot that would sit idle while the last trials finish is given to
+// a trial ASHA would otherwise leave: in stopping mode a trial below the
+// cut-off goes on instead of stopping, in promotion mode the best paused trial
+// not promoted is resumed; only for a leg (to its next rung) that ends before
+// the running trials reach their next rung (estimated in seconds from each
+// trial's own pace), and without recording its scores at later rungs, so no
+// other trial's decision changes and the sweep does not get longer. Between
+// legs such a trial waits paused if it has a checkpoint of where it is (else
+// it ends); the driver ends the paused ones when the sweep ends.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -57,7 +67,7 @@ class AshaScheduler : public Scheduler {
   AshaScheduler(const Json& params, const std::string& metric, const std::string& mode) {
     internal::SchedulerParams p("asha", params,
                                 {"time_attr", "metric", "mode", "max_t", "grace_period", "reduction_factor", "brackets",
-                                 "stop_last_trials", "promotion"});
+                                 "stop_last_trials", "promotion", "backfill"});
     time_attr_ = p.string("time_attr", "training_iteration");
     metric_ = p.metric(metric);
     sign_ = p.mode(mode) == "max" ? 1.0 : -1.0;
@@ -67,18 +77,24 @@ class AshaScheduler : public Scheduler {
     const int64_t brackets = p.whole_number("brackets", 1, 1);
     stop_last_ = p.boolean("stop_last_trials", true);
     promotion_ = p.boolean("promotion", false);
+    backfill_ = p.boolean("backfill", true);
     if (grace_ > max_t_) p.fail("grace_period", "must be <= max_t (" + short_number(max_t_) + ")");
     for (int64_t s = 0; s < brackets; ++s) {
       std::vector<double> milestones = asha_milestones(grace_, rf_, max_t_, static_cast<int>(s));
       if (milestones.empty()) break;  // grace * rf^s beyond max_t: no more brackets
       std::vector<AshaRung> rungs;
-      for (double m : milestones) rungs.push_back({m, {}, {}});
+      for (double m : milestones) {
+        rungs.emplace_back();
+        rungs.back().milestone = m;
+      }
       brackets_.push_back(std::move(rungs));
     }
   }
 
   void on_trial_add(int64_t trial, const Json&) override {
-    if (!bracket_of_.count(trial)) bracket_of_[trial] = static_cast<int>(added_++ % static_cast<int64_t>(brackets_.size()));
+    if (bracket_of_.count(trial)) return;
+    bracket_of_[trial] = static_cast<int>(added_++ % static_cast<int64_t>(brackets_.size()));
+    set_running(trial, true);
   }
 
   TrialDecision on_result(int64_t trial, const Json& result) override {
@@ -87,30 +103,67 @@ class AshaScheduler : public Scheduler {
     if (!number_at(result, time_attr_, &t) || !number_at(result, metric_, &value)) return TrialDecision::next();
     const double score = sign_ * value;
     std::vector<AshaRung>& rungs = brackets_[bracket_of_[trial]];
-    if (t >= max_t_ && stop_last_) {
-      if (promotion_) record_if_new(rungs, trial, t, score);
-      return TrialDecision::stop();
+    Progress& progress = progress_[trial];
+    progress.t = t;
+    double seconds = 0;
+    if (t > 0 && number_at(result, "time_total_s", &seconds) && seconds > 0) {
+      if (progress.pace > 0) pace_sum_ -= progress.pace, --pace_count_;
+      progress.pace = seconds / t;
+      pace_sum_ += progress.pace, ++pace_count_;
     }
-    return promotion_ ? promotion_decision(rungs, trial, t, score) : stopping_decision(rungs, trial, t, score);
+    double iteration = 0;
+    if (number_at(result, "training_iteration", &iteration)) progress.iteration = iteration;
+    double stamp = 0;
+    if (number_at(result, "timestamp", &stamp)) {
+      progress.stamp = stamp;
+      latest_stamp_ = std::max(latest_stamp_, stamp);
+    }
+    TrialDecision decision;
+    if (t >= max_t_ && stop_last_) {
+      if (promotion_ && !progress.backfill) record_if_new(rungs, trial, t, score);
+      decision = TrialDecision::stop();
+    } else if (progress.backfill) {
+      decision = backfill_decision(rungs, trial, t);
+    } else {
+      decision = promotion_ ? promotion_decision(rungs, trial, t, score) : stopping_decision(rungs, trial, t, score);
+      if (decision.action == TrialAction::kStop && !promotion_ && t < max_t_ && backfill_ && no_more_trials_) {
+        // Below the cut-off with nothing left to start: go on while the leg
+        // fits, else wait (paused) for a slot that would idle.
+        set_backfill(trial);
+        decision = start_leg(rungs, trial, t, horizon(trial)) ? TrialDecision::next() : park(trial);
+      }
+    }
+    set_running(trial, decision.action == TrialAction::kContinue);
+    return decision;
+  }
+
+  void on_no_more_trials() override { no_more_trials_ = true; }
+
+  void on_checkpoint(int64_t trial, int64_t iteration) override {
+    Progress& p = progress_[trial];
+    p.checkpoint = std::max(p.checkpoint, static_cast<double>(iteration));
   }
 
   std::optional<int64_t> choose_trial_to_run(const std::vector<int64_t>& paused) override {
-    if (!promotion_) return std::nullopt;
+    if (!promotion_) return backfill_candidate(paused);
     // get_job: the highest rung (across brackets) with a promotable trial.
     AshaRung* best_rung = nullptr;
     int64_t best_trial = -1;
     for (auto& rungs : brackets_) {
       for (size_t k = 0; k + 1 < rungs.size(); ++k) {
         AshaRung& rung = rungs[k];
-        std::optional<int64_t> candidate = promotable(rung, paused);
+        std::optional<int64_t> candidate =
+            promotable(rung, [&](int64_t t) { return std::binary_search(paused.begin(), paused.end(), t); });
         if (candidate && (!best_rung || rung.milestone > best_rung->milestone)) {
           best_rung = &rung;
           best_trial = *candidate;
         }
       }
     }
-    if (!best_rung) return std::nullopt;
+    if (!best_rung) return backfill_candidate(paused);
     best_rung->promote(best_trial);
+    progress_[best_trial].backfill = false;  // promoted by the rule: its rungs count again
+    set_running(best_trial, true);
     return best_trial;
   }
 
@@ -145,8 +198,28 @@ class AshaScheduler : public Scheduler {
   }
 
  private:
+  // What the scheduler knows of a trial's progress (not persisted: after a
+  // resume of the sweep, backfill starts afresh).
+  struct Progress {
+    double t = 0;         // latest value of the time attribute
+    double pace = 0;      // seconds per unit of it (0: unknown)
+    bool running = true;  // last told to continue (or resumed)
+    bool backfill = false;
+    double until = 0;     // backfill: the end of its current leg
+    double stamp = 0;     // timestamp of its latest result (0: none)
+    double iteration = 0;   // latest training_iteration
+    double checkpoint = 0;  // training_iteration of its latest checkpoint
+  };
+
   void forget(int64_t trial) {
     ended_.push_back(trial);
+    set_running(trial, false);
+    paused_.erase(trial);
+    auto p = progress_.find(trial);
+    if (p != progress_.end()) {
+      if (p->second.pace > 0) pace_sum_ -= p->second.pace, --pace_count_;
+      progress_.erase(p);
+    }
     auto it = bracket_of_.find(trial);
     if (it == bracket_of_.end()) return;
     for (AshaRung& rung : brackets_[it->second]) rung.forget(trial);
@@ -191,7 +264,8 @@ class AshaScheduler : public Scheduler {
   // is among the rung's top floor(n / rf). Every recorded trial better than it
   // has been promoted, so its rank is the number of promoted trials with a
   // better score. `paused` is sorted (the driver passes its ordered set).
-  std::optional<int64_t> promotable(const AshaRung& rung, const std::vector<int64_t>& paused) const {
+  template <class IsPaused>
+  std::optional<int64_t> promotable(const AshaRung& rung, IsPaused is_paused) const {
     const auto top = static_cast<size_t>(std::floor(static_cast<double>(rung.sorted.size()) / rf_ + 1e-9));
     size_t skipped = 0;  // better unpromoted trials that are not paused
     for (const auto& [negative, trial] : rung.unpromoted) {
@@ -200,15 +274,140 @@ class AshaScheduler : public Scheduler {
                                                         std::upper_bound(rung.promoted_sorted.begin(),
                                                                          rung.promoted_sorted.end(), score));
       if (better >= top) return std::nullopt;
-      if (std::binary_search(paused.begin(), paused.end(), trial)) return trial;
+      if (is_paused(trial)) return trial;
       skipped += 1;  // not paused (running again after a retry): look at the next best
     }
     return std::nullopt;
   }
 
+  // ---- backfill ----
+
+  // The first milestone of the trial's bracket beyond t (max_t past the last).
+  double next_milestone(const std::vector<AshaRung>& rungs, double t) const {
+    for (const AshaRung& rung : rungs)
+      if (rung.milestone > t) return rung.milestone;
+    return max_t_;
+  }
+
+  // Seconds per unit of the time attribute: the trial's own pace, else the
+  // mean pace of the trials that have one, else 1.
+  double pace_of(const Progress& p) const {
+    if (p.pace > 0) return p.pace;
+    return pace_count_ > 0 ? pace_sum_ / static_cast<double>(pace_count_) : 1.0;
+  }
+
+  void set_running(int64_t trial, bool running) {
+    Progress& p = progress_[trial];
+    p.running = running;
+    if (running)
+      paused_.erase(trial);
+    else
+      paused_.insert(trial);
+    if (running && !p.backfill)
+      running_normal_.insert(trial);
+    else
+      running_normal_.erase(trial);
+  }
+
+  void set_backfill(int64_t trial) {
+    progress_[trial].backfill = true;
+    running_normal_.erase(trial);
+    ++backfills_;
+  }
+
+  // How long the running (not backfilled) trials certainly go on: the largest
+  // time any of them needs to reach its next rung, less the time since its
+  // last result (results' timestamps; without them, less one unit).
+  double horizon(int64_t except) const {
+    double longest = 0;
+    for (int64_t trial : running_normal_) {
+      if (trial == except) continue;
+      const Progress& p = progress_.at(trial);
+      const auto& rungs = brackets_[static_cast<size_t>(bracket_of_.at(trial))];
+      const double pace = pace_of(p);
+      const double elapsed = p.stamp > 0 ? std::clamp(latest_stamp_ - p.stamp, 0.0, pace) : pace;
+      longest = std::max(longest, (next_milestone(rungs, p.t) - p.t) * pace - elapsed);
+    }
+    return longest;
+  }
+
+  // A leg of a backfilled trial from t: up to its next rung, or less when
+  // the horizon (seconds) ends first; false when not one unit of the time
+  // attribute fits.
+  bool start_leg(const std::vector<AshaRung>& rungs, int64_t trial, double t, double limit) {
+    Progress& p = progress_.at(trial);
+    const double units = std::floor(limit / pace_of(p) + 1e-9);
+    if (units < 1) return false;
+    p.until = std::min({next_milestone(rungs, t), t + units, max_t_});
+    return true;
+  }
+
+  // A backfilled trial's result: its scores are not recorded at rungs (no
+  // other trial's cut-off or promotion moves); at the end of its leg, another
+  // leg if one fits, else it waits paused for another idle slot (the driver
+  // ends the trials still paused when the sweep ends).
+  TrialDecision backfill_decision(const std::vector<AshaRung>& rungs, int64_t trial, double t) {
+    if (promotion_ && resumable(trial) && promotion_waiting()) return TrialDecision::pause();  // ASHA's own work first
+    if (t < progress_.at(trial).until) return TrialDecision::next();
+    return start_leg(rungs, trial, t, horizon(trial)) ? TrialDecision::next() : park(trial);
+  }
+
+  // A trial can wait paused only with a checkpoint of where it is (resuming
+  // from an older one would train steps twice); otherwise it ends.
+  bool resumable(int64_t trial) const {
+    const Progress& p = progress_.at(trial);
+    return p.iteration > 0 && p.checkpoint >= p.iteration;
+  }
+  TrialDecision park(int64_t trial) const { return resumable(trial) ? TrialDecision::pause() : TrialDecision::stop(); }
+
+  // True when a paused trial is promotable by the rule (it needs a slot).
+  bool promotion_waiting() const {
+    const auto is_paused = [&](int64_t t) { return paused_.count(t) > 0; };
+    for (const auto& rungs : brackets_)
+      for (size_t k = 0; k + 1 < rungs.size(); ++k)
+        if (promotable(rungs[k], is_paused)) return true;
+    return false;
+  }
+
+  // Nothing promotable (promotion mode) or nothing to resume (stopping mode):
+  // the best paused trial not promoted (highest rung first) whose leg fits
+  // the horizon.
+  std::optional<int64_t> backfill_candidate(const std::vector<int64_t>& paused) {
+    if (!backfill_ || !no_more_trials_ || paused.empty()) return std::nullopt;
+    const double limit = horizon(-1);
+    if (limit <= 0) return std::nullopt;
+    std::optional<int64_t> chosen;
+    double chosen_milestone = -1, chosen_score = 0;
+    for (const auto& rungs : brackets_) {
+      for (size_t k = 0; k + 1 < rungs.size(); ++k) {
+        const AshaRung& rung = rungs[k];
+        if (rung.milestone < chosen_milestone) continue;
+        for (const auto& [negative, trial] : rung.unpromoted) {
+          if (rung.milestone == chosen_milestone && -negative <= chosen_score) break;
+          if (!std::binary_search(paused.begin(), paused.end(), trial)) continue;
+          auto p = progress_.find(trial);
+          if (p == progress_.end() || pace_of(p->second) > limit * (1 + 1e-9)) continue;
+          chosen = trial, chosen_milestone = rung.milestone, chosen_score = -negative;
+          break;
+        }
+      }
+    }
+    if (!chosen) return std::nullopt;
+    set_backfill(*chosen);
+    const auto& rungs = brackets_[static_cast<size_t>(bracket_of_.at(*chosen))];
+    if (!start_leg(rungs, *chosen, progress_.at(*chosen).t, limit)) return std::nullopt;
+    set_running(*chosen, true);
+    return chosen;
+  }
+
   std::string time_attr_, metric_;
   double sign_ = -1, max_t_ = 100, grace_ = 1, rf_ = 4;
-  bool stop_last_ = true, promotion_ = false;
+  bool stop_last_ = true, promotion_ = false, backfill_ = true, no_more_trials_ = false;
+  std::unordered_map<int64_t, Progress> progress_;
+  std::set<int64_t> running_normal_;  // running trials not backfilled
+  std::set<int64_t> paused_;          // trials last told to pause
+  double pace_sum_ = 0, latest_stamp_ = 0;
+  int64_t pace_count_ = 0, backfills_ = 0;
   std::vector<std::vector<AshaRung>> brackets_;
   std::map<int64_t, int> bracket_of_;
   int64_t added_ = 0;

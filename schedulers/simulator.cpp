@@ -163,7 +163,8 @@ class Simulation {
     const Json result = {{o_.metric, metric},
                          {"training_iteration", trial.iterations},
                          {"time_total_s", time_total_[t]},
-                         {"time_this_iter_s", d}};
+                         {"time_this_iter_s", d},
+                         {"timestamp", now_}};
     TrialDecision decision;
     {
       Clock c(&r_);

@@ -37,10 +37,12 @@ import json, sys, os
 d = sys.argv[1]
 scale = [json.loads(l) for l in open(os.path.join(d, "scale.jsonl"))]
 print("Scheduler cost, simulated cluster (fake clock, 64 workers, synthetic curves, max_t 81, rf 3)")
-print(f"{'scheduler':<22}{'trials':>8}{'decisions':>11}{'us/decision':>13}{'decisions/s':>13}{'utilisation':>13}{'until last start':>18}{'steps':>10}")
+print(f"{'scheduler':<30}{'trials':>8}{'decisions':>11}{'us/decision':>13}{'decisions/s':>13}{'utilisation':>13}{'until last start':>18}{'steps':>10}{'makespan':>10}")
 for r in scale:
     name = r["scheduler"] + (" promotion" if r["params"].get("promotion") else (" stopping" if r["scheduler"] == "asha" else ""))
-    print(f"{name:<22}{r['trials']:>8}{r['decisions']:>11}{r['us_per_decision']:>13.2f}{r['decisions_per_s']:>13,.0f}{r['utilization']:>12.1%}{r['utilization_until_last_start']:>17.1%}{r['steps']:>10}")
+    if r["scheduler"] == "asha":
+        name += "" if r["params"].get("backfill", True) else " (no backfill)"
+    print(f"{name:<30}{r['trials']:>8}{r['decisions']:>11}{r['us_per_decision']:>13.2f}{r['decisions_per_s']:>13,.0f}{r['utilization']:>12.1%}{r['utilization_until_last_start']:>17.1%}{r['steps']:>10}{r['makespan']:>10.0f}")
 t = json.load(open(os.path.join(d, "tune_sha.json")))
 o = json.load(open(os.path.join(d, "optuna_sha.json")))
 summary = {"scale": scale, "sha_tune": {k: t[k] for k in ("us_per_decision", "decisions")}}

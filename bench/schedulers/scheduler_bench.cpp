@@ -73,8 +73,12 @@ int main(int argc, char** argv) {
     }
   }
   if (mode == "scale") {
-    std::cout << scale("asha", {{"reduction_factor", rf}, {"max_t", max_t}}, trials, workers, max_t).dump() << "\n";
-    std::cout << scale("asha", {{"reduction_factor", rf}, {"max_t", max_t}, {"promotion", true}}, trials, workers, max_t).dump() << "\n";
+    for (bool promotion : {false, true})
+      for (bool backfill : {true, false})
+        std::cout << scale("asha", {{"reduction_factor", rf}, {"max_t", max_t}, {"promotion", promotion}, {"backfill", backfill}},
+                           trials, workers, max_t)
+                         .dump()
+                  << "\n";
     std::cout << scale("hyperband", {{"reduction_factor", rf}, {"max_t", max_t}}, trials, workers, max_t).dump() << "\n";
     std::cout << scale("pbt", {{"time_attr", "training_iteration"}, {"perturbation_interval", 9},
                                {"hyperparam_mutations", {{"lr", {{"loguniform", {1e-4, 1.0}}}}}}},

@@ -128,6 +128,120 @@ TEST(Asha, PromotionKeepsEveryWorkerBusy) {
   EXPECT_GT(r.utilization(), 0.5);
 }
 
+// Backfill: once no trial is left to start, slots that would idle while the
+// last trials finish go to trials the rule left behind, without touching the
+// rule's own decisions. 64 workers, 3,000 trials with distinct curves
+// (loss = a + b/t), rf 3 up to 81, steps of different lengths per trial.
+SimulationResult backfill_run(bool promotion, bool backfill) {
+  auto s = make_scheduler("asha", {{"promotion", promotion}, {"reduction_factor", 3}, {"max_t", 81}, {"backfill", backfill}},
+                          "loss", "min");
+  SimulationOptions o;
+  o.workers = 64;
+  o.num_trials = 3000;
+  o.max_iterations = 81;
+  o.config_of = [](int64_t i) { return Json{{"a", ((i * 7919) % 3000) / 3000.0}, {"b", ((i * 104729) % 997) / 500.0}}; };
+  o.step = [](const Json& c, std::vector<double>&, int64_t t) {
+    return c["a"].get<double>() + c["b"].get<double>() / static_cast<double>(t);
+  };
+  o.step_time = [](int64_t trial, const Json&, int64_t) { return 1.0 + static_cast<double>(trial % 3) * 0.25; };
+  return simulate(*s, o);
+}
+
+TEST(AshaBackfill, FillsTheFinalDrainWithoutChangingTheRule) {
+  for (bool promotion : {false, true}) {
+    SCOPED_TRACE(promotion ? "promotion" : "stopping");
+    const SimulationResult off = backfill_run(promotion, false);
+    const SimulationResult on = backfill_run(promotion, true);
+    ASSERT_EQ(off.trials.size(), on.trials.size());
+    EXPECT_LT(off.utilization(), 0.8);  // the drain this is about: a third of the run
+    // Promotion mode has every paused trial to choose from; stopping mode
+    // only those below a cut-off once the searcher was done.
+    EXPECT_GE(on.utilization(), promotion ? 0.99 : 0.9);
+    int64_t extra = 0, reached = 0;
+    for (size_t k = 0; k < off.trials.size(); ++k) {
+      const SimulatedTrial& a = off.trials[k];
+      const SimulatedTrial& b = on.trials[k];
+      // Every step the rule gave a trial is still given (curves are
+      // deterministic, so the metrics agree), and more only through backfill.
+      ASSERT_GE(b.iterations, a.iterations) << k;
+      extra += b.iterations - a.iterations;
+      if (a.iterations == 81) ++reached;
+      for (int64_t i = 0; i < a.iterations; ++i)
+        ASSERT_EQ(a.metrics[static_cast<size_t>(i)], b.metrics[static_cast<size_t>(i)]) << k;
+    }
+    EXPECT_GT(reached, 0);
+    EXPECT_GT(extra, 1000);
+    // Not longer: stopping mode has nothing to wait for; in promotion mode a
+    // promotion that finds every slot backfilled waits until the next result
+    // of one of them (one step per rung at most on the critical path).
+    if (promotion)
+      EXPECT_LE(on.makespan, off.makespan + 4 * 1.5);
+    else
+      EXPECT_EQ(on.makespan, off.makespan);
+    EXPECT_EQ(on.trials.size(), 3000u);
+  }
+}
+
+TEST(AshaBackfill, OnlyAfterTheSearcherIsDoneAndNeverBeyondTheHorizon) {
+  // Stopping mode, rf 3, max_t 9 (rungs 1, 3, 9), one second per step, the
+  // clock in each result's timestamp. Trial 0 is good, trials 1 and 2 bad.
+  auto s = make_scheduler("asha", {{"reduction_factor", 3}, {"max_t", 9}}, "loss", "min");
+  auto r = [](double t, double loss, double clock) {
+    return Json{{"training_iteration", t}, {"loss", loss}, {"time_total_s", t}, {"timestamp", clock}};
+  };
+  s->on_trial_add(0, Json::object());
+  s->on_trial_add(1, Json::object());
+  EXPECT_EQ(s->on_result(0, r(1, 0.1, 1)).action, TrialAction::kContinue);
+  // The searcher is not done: the rule applies as in Ray (stop below the cut-off).
+  EXPECT_EQ(s->on_result(1, r(1, 0.9, 1)).action, TrialAction::kStop);
+  s->on_trial_complete(1, r(1, 0.9, 1));
+  s->on_trial_add(2, Json::object());
+  s->on_no_more_trials();
+  EXPECT_EQ(s->on_result(0, r(2, 0.09, 2)).action, TrialAction::kContinue);
+  // Trial 2 is below the cut-off at rung 1; trial 0 needs 1 more second to
+  // its rung 3: one step of backfill fits, then trial 2 waits paused.
+  EXPECT_EQ(s->on_result(2, r(1, 0.95, 2)).action, TrialAction::kContinue);
+  s->on_checkpoint(2, 2);  // it can wait paused only with a checkpoint of where it is
+  EXPECT_EQ(s->on_result(2, r(2, 0.94, 3)).action, TrialAction::kPause);
+  EXPECT_EQ(s->choose_trial_to_run({2}), std::nullopt);  // trial 0 is about to reach its rung
+  EXPECT_EQ(s->on_result(0, r(3, 0.08, 3)).action, TrialAction::kContinue);  // passes rung 3: 6 s to 9
+  EXPECT_EQ(s->choose_trial_to_run({2}), std::optional<int64_t>(2));
+  EXPECT_EQ(s->on_result(0, r(4, 0.07, 4)).action, TrialAction::kContinue);
+  EXPECT_EQ(s->on_result(2, r(3, 0.93, 4)).action, TrialAction::kContinue);  // a leg to 3 + 5 = 8
+  for (int t = 4; t < 8; ++t) {
+    EXPECT_EQ(s->on_result(0, r(t + 1, 0.07, t + 1)).action, TrialAction::kContinue) << t;
+    EXPECT_EQ(s->on_result(2, r(t, 0.9, t + 1)).action, TrialAction::kContinue) << t;
+  }
+  EXPECT_EQ(s->on_result(0, r(9, 0.06, 9)).action, TrialAction::kStop);  // max_t
+  s->on_trial_complete(0, r(9, 0.06, 9));
+  s->on_checkpoint(2, 8);
+  EXPECT_EQ(s->on_result(2, r(8, 0.9, 9)).action, TrialAction::kPause);  // nothing left to fill
+  EXPECT_EQ(s->choose_trial_to_run({2}), std::nullopt);  // the driver ends it with the sweep
+
+  // Without a checkpoint a trial that cannot go on ends, as without backfill.
+  auto bare = make_scheduler("asha", {{"reduction_factor", 3}, {"max_t", 9}}, "loss", "min");
+  bare->on_trial_add(0, Json::object());
+  bare->on_trial_add(1, Json::object());
+  bare->on_no_more_trials();
+  EXPECT_EQ(bare->on_result(0, r(1, 0.1, 1)).action, TrialAction::kContinue);
+  EXPECT_EQ(bare->on_result(0, r(2, 0.1, 2)).action, TrialAction::kContinue);
+  EXPECT_EQ(bare->on_result(0, r(3, 0.1, 3)).action, TrialAction::kContinue);
+  EXPECT_EQ(bare->on_result(1, r(1, 0.9, 3)).action, TrialAction::kContinue);  // backfill: 5 s fit
+  EXPECT_EQ(bare->on_result(0, r(9, 0.1, 9)).action, TrialAction::kStop);
+  bare->on_trial_complete(0, r(9, 0.1, 9));
+  EXPECT_EQ(bare->on_result(1, r(2, 0.9, 9)).action, TrialAction::kContinue);  // its leg runs to rung 3
+  EXPECT_EQ(bare->on_result(1, r(3, 0.9, 10)).action, TrialAction::kStop);
+
+  // backfill: false keeps Ray's behaviour.
+  auto plain = make_scheduler("asha", {{"reduction_factor", 3}, {"max_t", 9}, {"backfill", false}}, "loss", "min");
+  plain->on_trial_add(0, Json::object());
+  plain->on_trial_add(1, Json::object());
+  plain->on_no_more_trials();
+  EXPECT_EQ(plain->on_result(0, r(1, 0.1, 1)).action, TrialAction::kContinue);
+  EXPECT_EQ(plain->on_result(1, r(1, 0.9, 1)).action, TrialAction::kStop);
+  EXPECT_EQ(plain->choose_trial_to_run({}), std::nullopt);
+}
+
 TEST(Asha, RejectsBadOptions) {
   auto error = [](const Json& params) {
     try {
@@ -139,7 +253,7 @@ TEST(Asha, RejectsBadOptions) {
   };
   EXPECT_EQ(error({{"reduction_facter", 1}}), "scheduler asha has no option 'reduction_facter' (did you mean 'reduction_factor'?); options: "
                                    "time_attr, metric, mode, max_t, grace_period, reduction_factor, brackets, "
-                                   "stop_last_trials, promotion");
+                                   "stop_last_trials, promotion, backfill");
   EXPECT_EQ(error({{"reduction_factor", 1}}), "scheduler asha: reduction_factor must be a number > 1, got 1");
   EXPECT_EQ(error({{"max_t", -3}}), "scheduler asha: max_t must be a positive number, got -3");
   EXPECT_EQ(error({{"grace_period", 200}}), "scheduler asha: grace_period must be <= max_t (100), got 200");

@@ -227,7 +227,7 @@ TEST(SweepSpecErrors, UnknownSearchAlgorithmsAndSchedulersAreNamed) {
   EXPECT_EQ(error_of(with("scheduler: {type: asha, max_t: 10, grace_periods: 3}\n")),
             "sweep.yaml:3: scheduler: scheduler asha has no option 'grace_periods' (did you mean 'grace_period'?); "
             "options: time_attr, metric, mode, max_t, grace_period, reduction_factor, brackets, stop_last_trials, "
-            "promotion");
+            "promotion, backfill");
   EXPECT_EQ(error_of(with("metric: q\nmode: max\nscheduler:\n  type: pbt\n  hyperparam_mutations: {lr: {loguniform: [0, 1]}}\n")),
             "sweep.yaml:6: scheduler: scheduler pbt: hyperparam_mutations.lr: loguniform: bounds must be positive, got "
             "[0, 1]");
