@@ -481,7 +481,9 @@ param_space:
     const int64_t it = t["iteration"].get<int64_t>();
     // Resumed from checkpoints: the state is x per iteration, never restarted.
     EXPECT_NEAR(t["last_result"]["state"].get<double>(), it * x, 1e-9);
-    EXPECT_TRUE(it == 1 || it == 3 || it == 9) << t.dump();
+    // At a rung (1, 3, 9) unless backfill (once the searcher was done) gave
+    // it a leg in a slot that would have idled, from its checkpoint too.
+    EXPECT_TRUE(it >= 1 && it <= 9) << t.dump();
     at_least_3 += it >= 3;
     if (x * x < best_x2) best_x2 = x * x, best_iterations = it;
   }

@@ -236,7 +236,9 @@ TEST(TabularE2E, XgboostTrialsPausedByAshaBoostOnFromTheirCheckpoints) {
   // Every trial's rounds are 1, 2, ... with no gap or repeat across pauses.
   // In promotion mode every trial pauses at each rung (3, 6, 12) until
   // promoted: one past 3 rounds was restored from its checkpoint at least
-  // once, and the best of 4 reaches rung 12 (a rung promotes 1 of 2).
+  // once, and the best of 4 reaches rung 12 (a rung promotes 1 of 2); once
+  // the searcher is done, backfill may take trials further (up to max_t 30)
+  // in slots that would idle, from their checkpoints too.
   std::map<int64_t, std::vector<int64_t>> rounds;
   for (const Json& row : Json::parse(results.out)) {
     const Json& metrics = row.contains("metrics") ? row["metrics"] : row;
@@ -248,7 +250,8 @@ TEST(TabularE2E, XgboostTrialsPausedByAshaBoostOnFromTheirCheckpoints) {
     for (size_t i = 0; i < seen.size(); ++i) EXPECT_EQ(seen[i], static_cast<int64_t>(i) + 1) << "trial " << trial;
     longest = std::max(longest, seen.size());
   }
-  EXPECT_EQ(longest, 12u);
+  EXPECT_GE(longest, 12u);
+  EXPECT_LE(longest, 30u);
 }
 
 TEST(TabularE2E, BadDataIsRefusedAtItsLineBeforeAnyTrial) {
