@@ -6,7 +6,7 @@
 # issue 13's additions (multimodal, ill-conditioned, noisy, mixed
 # integer/categorical, two real tuning tasks; 10 seeds): median and quartiles
 # of the simple regret, the per-problem ratio Optuna TPE / tune bayes and its
-# geometric mean; suggestion latency of bayes at 50/200/500 observations in 6-D.
+# geometric mean; suggestion latency of bayes at 50/200/500/1,000 observations in 6-D.
 # The searchers are driven directly (suggest / on_complete), not through the
 # sweep driver. Runs TUNE_BENCH_PARALLEL (default 2) regret jobs at a time; the
 # latency runs alone at the end. TUNE_BENCH_BAYES_RUNS=FILE keeps the raw runs.
@@ -89,8 +89,8 @@ wait
 for i in "${!JOBS_LIST[@]}"; do cat "$SCRATCH/out.$i" >>"$RUNS"; done
 note "regret runs: $((SECONDS - START)) s ($PARALLEL at a time)"
 
-note "$BIN latency --observations 50,200,500 --repeats $REPEATS"
-"$BIN" latency --observations 50,200,500 --repeats "$REPEATS" >>"$RUNS"
+note "$BIN latency --observations 50,200,500,1000 --repeats $REPEATS"
+"$BIN" latency --observations 50,200,500,1000 --repeats "$REPEATS" >>"$RUNS"
 
 # TUNE_BENCH_BAYES_RUNS=FILE keeps the raw runs (one JSON line each) for report.py.
 if [[ -n "${TUNE_BENCH_BAYES_RUNS:-}" ]]; then cp "$RUNS" "$TUNE_BENCH_BAYES_RUNS"; fi
