@@ -133,7 +133,7 @@ class AshaScheduler : public Scheduler {
         decision = start_leg(rungs, trial, t, horizon(trial)) ? TrialDecision::next() : park(trial);
       }
     }
-    set_running(trial, decision.action == TrialAction::kContinue);
+    set_running(trial, decision.action == TrialAction::kContinue, decision.action == TrialAction::kPause);
     return decision;
   }
 
@@ -203,7 +203,6 @@ class AshaScheduler : public Scheduler {
   struct Progress {
     double t = 0;         // latest value of the time attribute
     double pace = 0;      // seconds per unit of it (0: unknown)
-    bool running = true;  // last told to continue (or resumed)
     bool backfill = false;
     double until = 0;     // backfill: the end of its current leg
     double stamp = 0;     // timestamp of its latest result (0: none)
@@ -214,7 +213,6 @@ class AshaScheduler : public Scheduler {
   void forget(int64_t trial) {
     ended_.push_back(trial);
     set_running(trial, false);
-    paused_.erase(trial);
     auto p = progress_.find(trial);
     if (p != progress_.end()) {
       if (p->second.pace > 0) pace_sum_ -= p->second.pace, --pace_count_;
@@ -296,13 +294,14 @@ class AshaScheduler : public Scheduler {
     return pace_count_ > 0 ? pace_sum_ / static_cast<double>(pace_count_) : 1.0;
   }
 
-  void set_running(int64_t trial, bool running) {
+  // Where the trial stands after a decision: running, paused (waiting for a
+  // slot) or neither (stopped, ended).
+  void set_running(int64_t trial, bool running, bool paused = false) {
     Progress& p = progress_[trial];
-    p.running = running;
-    if (running)
-      paused_.erase(trial);
-    else
+    if (paused)
       paused_.insert(trial);
+    else
+      paused_.erase(trial);
     if (running && !p.backfill)
       running_normal_.insert(trial);
     else
@@ -312,7 +311,6 @@ class AshaScheduler : public Scheduler {
   void set_backfill(int64_t trial) {
     progress_[trial].backfill = true;
     running_normal_.erase(trial);
-    ++backfills_;
   }
 
   // How long the running (not backfilled) trials certainly go on: the largest
@@ -407,7 +405,7 @@ class AshaScheduler : public Scheduler {
   std::set<int64_t> running_normal_;  // running trials not backfilled
   std::set<int64_t> paused_;          // trials last told to pause
   double pace_sum_ = 0, latest_stamp_ = 0;
-  int64_t pace_count_ = 0, backfills_ = 0;
+  int64_t pace_count_ = 0;
   std::vector<std::vector<AshaRung>> brackets_;
   std::map<int64_t, int> bracket_of_;
   int64_t added_ = 0;
