@@ -132,7 +132,11 @@ struct GradientSync::State {
     int hook = -1;
   };
   struct Bucket {
+    // Where the rank's gradients are packed: its own flat tensor for
+    // MPI_Iallreduce, or a view of its input region in the shared window.
     torch::Tensor flat;
+    torch::Tensor averaged;  // shared window: a view of the result region
+    int64_t offset = 0;      // shared window: the bucket's place in the regions
     int ready = 0, slots = 0;
     MPI_Request request = MPI_REQUEST_NULL;
   };
@@ -165,7 +169,7 @@ struct GradientSync::State {
            buckets[static_cast<size_t>(next_launch)].ready == buckets[static_cast<size_t>(next_launch)].slots) {
       Bucket& b = buckets[static_cast<size_t>(next_launch++)];
       if (shared) {
-        shared->sum(b.flat.data_ptr<float>(), b.flat.numel());
+        shared->reduce(b.offset, b.flat.numel(), 1.0f / static_cast<float>(size));
         continue;
       }
       MPI_Iallreduce(MPI_IN_PLACE, b.flat.data_ptr<float>(), static_cast<int>(b.flat.numel()), MPI_FLOAT, MPI_SUM,
@@ -195,12 +199,12 @@ struct GradientSync::State {
     for (auto& b : buckets) MPI_Wait(&b.request, MPI_STATUS_IGNORE);
     const double inv = 1.0 / size;
     for (auto& b : buckets) {
-      b.flat.mul_(inv);
+      if (!shared) b.flat.mul_(inv);  // the window's reduce() scaled already
       b.ready = 0;
     }
     for (auto& slot : slots) {
       torch::Tensor averaged =
-          buckets[static_cast<size_t>(slot.bucket)].flat.slice(0, slot.offset, slot.offset + slot.numel);
+          buckets[static_cast<size_t>(slot.bucket)].averaged.slice(0, slot.offset, slot.offset + slot.numel);
       torch::Tensor& grad = slot.parameter.mutable_grad();
       if (grad.defined()) {
         grad.view({-1}).copy_(averaged);
@@ -249,12 +253,23 @@ GradientSync::GradientSync(torch::nn::Module& module, MPI_Comm comm, GradientSyn
     bucket_sizes.back() = current;
     s.slots.push_back(slot);
   }
-  int64_t largest = 0;
-  for (int64_t n : bucket_sizes) largest = std::max(largest, n);
-  if (options.shared_memory) s.shared = internal::SharedMemoryAllreduce::acquire(comm, largest);
+  int64_t total = 0;
+  for (int64_t n : bucket_sizes) total += n;
+  if (options.shared_memory) s.shared = internal::SharedMemoryAllreduce::acquire(comm, total);
+  int64_t offset = 0;
   for (int64_t n : bucket_sizes) {
     State::Bucket bucket;
-    bucket.flat = torch::zeros({n}, torch::kFloat32);  // on the CPU even for CUDA models: MPI reads host memory
+    if (s.shared) {
+      // Hooks write gradients straight into the window, and synchronize()
+      // reads the averages straight from it: no staging copies.
+      bucket.offset = offset;
+      bucket.flat = torch::from_blob(s.shared->input() + offset, {n}, torch::kFloat32);
+      bucket.averaged = torch::from_blob(const_cast<float*>(s.shared->result()) + offset, {n}, torch::kFloat32);
+    } else {
+      bucket.flat = torch::zeros({n}, torch::kFloat32);  // on the CPU even for CUDA models: MPI reads host memory
+      bucket.averaged = bucket.flat;
+    }
+    offset += n;
     s.buckets.push_back(bucket);
   }
   for (size_t i = 0; i < s.slots.size(); ++i) {

@@ -69,7 +69,8 @@ struct GradientSyncOptions {
   // False: all buckets are reduced in synchronize(). Default: true.
   bool overlap = true;
   // When every rank is on one node, reduce through an MPI-3 shared memory
-  // window (two barriers per bucket) instead of MPI_Iallreduce, whose
+  // window (two barriers per bucket, gradients written into the window by
+  // their hooks and read back from it) instead of MPI_Iallreduce, whose
   // fragment-by-fragment handshakes are slow on oversubscribed cores. A
   // bucket is then reduced synchronously in the hook that completes it (and
   // in order). Default: true.

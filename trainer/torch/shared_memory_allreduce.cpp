@@ -4,10 +4,10 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstring>
 #include <map>
 #include <mutex>
 #include <new>
+#include <vector>
 
 namespace tune::torch_dp::internal {
 
@@ -22,15 +22,19 @@ constexpr int64_t kHeaderBytes = 256;
 }
 
 std::shared_ptr<SharedMemoryAllreduce> SharedMemoryAllreduce::acquire(MPI_Comm comm, int64_t capacity) {
-  // Every rank makes the same calls in the same order, so every rank's cache
-  // holds the same windows and takes the same branch here.
+  // Every rank makes the same calls in the same order and releases windows
+  // at the same points, so every rank's pool holds the same windows in the
+  // same states and takes the same branch here. A window is free when the
+  // pool holds the only reference to it.
   static std::mutex mutex;
-  static std::map<MPI_Comm, std::shared_ptr<SharedMemoryAllreduce>> cache;
+  static std::map<MPI_Comm, std::vector<std::shared_ptr<SharedMemoryAllreduce>>> pools;
   std::lock_guard<std::mutex> lock(mutex);
-  auto it = cache.find(comm);
-  if (it != cache.end() && it->second->capacity_ >= capacity) return it->second;
+  auto& pool = pools[comm];
+  for (auto& window : pool) {
+    if (window.use_count() == 1 && window->capacity_ >= capacity) return window;
+  }
   std::shared_ptr<SharedMemoryAllreduce> created = create(comm, capacity);
-  if (created) cache[comm] = created;
+  if (created) pool.push_back(created);
   return created;
 }
 
@@ -102,25 +106,32 @@ void SharedMemoryAllreduce::barrier() {
   }
 }
 
-void SharedMemoryAllreduce::sum_piece(float* data, int64_t n) {
-  std::memcpy(segments_ + rank_ * capacity_, data, static_cast<size_t>(n) * sizeof(float));
-  barrier();  // every rank's input is in the window
-  const int64_t begin = n * rank_ / size_, end = n * (rank_ + 1) / size_;
+void SharedMemoryAllreduce::reduce(int64_t offset, int64_t n, float scale) {
+  barrier();  // every rank's input for the range is in the window
+  const int64_t begin = offset + n * rank_ / size_, end = offset + n * (rank_ + 1) / size_;
   float* out = result_ + begin;
-  std::memcpy(out, segments_ + begin, static_cast<size_t>(end - begin) * sizeof(float));
+  const float* first = segments_ + begin;
+  const int64_t count = end - begin;
+  if (size_ == 1) {
+    for (int64_t i = 0; i < count; ++i) out[i] = first[i] * scale;
+  }
+  // One pass per further rank; the last one applies the scale. Only this
+  // rank sums this share, so every rank reads the same bits.
   for (int r = 1; r < size_; ++r) {
-    const float* in = segments_ + r * capacity_ + begin;
-    for (int64_t i = 0; i < end - begin; ++i) out[i] += in[i];
+    const float* a = r == 1 ? first : out;
+    const float* b = segments_ + r * capacity_ + begin;
+    if (r + 1 < size_) {
+      for (int64_t i = 0; i < count; ++i) out[i] = a[i] + b[i];
+    } else {
+      for (int64_t i = 0; i < count; ++i) out[i] = (a[i] + b[i]) * scale;
+    }
   }
   barrier();  // every share is summed
-  std::memcpy(data, result_, static_cast<size_t>(n) * sizeof(float));
-  // The next call writes segments (read only before the second barrier) and
-  // the result only after its first barrier, which every rank reaches after
-  // this copy: no third barrier is needed.
-}
-
-void SharedMemoryAllreduce::sum(float* data, int64_t n) {
-  for (int64_t offset = 0; offset < n; offset += capacity_) sum_piece(data + offset, std::min(capacity_, n - offset));
+  // Inputs of the range are read by other ranks only between the two
+  // barriers, so a rank may overwrite its input once it is past the second;
+  // the result of the range is written again only after the first barrier
+  // of the next reduce() over it, which every rank enters only after reading
+  // this result: no third barrier is needed.
 }
 
 }  // namespace tune::torch_dp::internal

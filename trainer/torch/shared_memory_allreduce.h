@@ -4,10 +4,15 @@
 // Why: OpenMPI's shared-memory transport moves a large message in 32 KiB
 // fragments, each a handshake between the ranks; on oversubscribed cores
 // (ranks busy-waiting while the peer is descheduled) a 1 MiB allreduce then
-// costs tens of milliseconds. Here each rank copies its buffer into the
-// window once, sums its 1/size share of every rank's buffer (reduce-scatter)
-// and copies the whole result back (allgather): two barriers per call, and
-// the barrier's waiters spin briefly then yield the core.
+// costs tens of milliseconds.
+//
+// How: the window holds one input region per rank and one result region,
+// each `capacity` floats. A rank writes its values straight into its own
+// input region (GradientSync copies each gradient there from its hook, so
+// no staging buffer), then reduce() sums the rank's 1/size share of a range
+// over every rank's input into the result, scaled (reduce-scatter), and
+// every rank reads the whole range from the result (allgather). Two
+// barriers per reduce(); their waiters spin briefly then yield the core.
 #pragma once
 
 #include <cstdint>
@@ -21,20 +26,30 @@ class SharedMemoryAllreduce {
  public:
   ~SharedMemoryAllreduce();
   // Collective over `comm`. nullptr (on every rank) when the ranks do not all
-  // share one node or the window cannot be created. `capacity` floats is the
-  // largest buffer sum() takes in one piece (larger ones go in pieces).
+  // share one node or the window cannot be created. The window has room for
+  // `capacity` floats per rank.
   //
-  // Windows are cached per communicator for the life of the process and
-  // reused by later calls asking for no more capacity; they are never freed
-  // (MPI_Win_free is collective, and a GradientSync is often destroyed while
-  // unwinding from an exception on one rank only: freeing there would hang
-  // the group instead of letting the worker abort it). A larger request
-  // creates a new window and leaves the old one until exit.
+  // A window belongs to its caller for as long as the returned pointer (and
+  // its copies) live; then it goes back to a per-communicator pool, and a
+  // later acquire() asking for no more capacity reuses it. Windows are never
+  // freed (MPI_Win_free is collective, and a GradientSync is often destroyed
+  // while unwinding from an exception on one rank only: freeing there would
+  // hang the group instead of letting the worker abort it); the OS reclaims
+  // them at exit.
   static std::shared_ptr<SharedMemoryAllreduce> acquire(MPI_Comm comm, int64_t capacity);
 
-  // data[i] = sum over ranks of data[i]. Collective; identical results on
-  // every rank (the same summation order everywhere).
-  void sum(float* data, int64_t n);
+  int64_t capacity() const { return capacity_; }
+  // This rank's input region (capacity() floats). Writable between the
+  // reduce() calls that read a range (a rank's range is read by the others
+  // only inside reduce()).
+  float* input() { return segments_ + rank_ * capacity_; }
+  // After reduce(offset, n, scale) returns on this rank:
+  // result()[offset + i] = scale * sum over ranks of input()[offset + i],
+  // the same bits on every rank. Valid until the next reduce() over the range
+  // starts on any rank, which cannot happen before this rank enters it too.
+  const float* result() const { return result_; }
+  // Collective; every rank passes the same arguments in the same order.
+  void reduce(int64_t offset, int64_t n, float scale);
 
   struct Header;
 
@@ -42,7 +57,6 @@ class SharedMemoryAllreduce {
   SharedMemoryAllreduce() = default;
   static std::unique_ptr<SharedMemoryAllreduce> create(MPI_Comm comm, int64_t capacity);
   void barrier();
-  void sum_piece(float* data, int64_t n);
 
   MPI_Comm node_ = MPI_COMM_NULL;
   MPI_Win window_ = MPI_WIN_NULL;
