@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cctype>
 #include <condition_variable>
 #include <deque>
 #include <filesystem>
@@ -99,6 +100,24 @@ std::string last_lines(const std::string& path, size_t count) {
   return tail;
 }
 
+// The error a rank other than 0 wrote before it ended the group ("tune
+// worker rank N: MESSAGE", worker.cpp), if any: a group ends at its first
+// fatal error, so the line belongs to the attempt that just failed. Rank 0
+// sends its own error over the connection, but when another rank aborts the
+// group first, this line is the only trace of what the trainable said.
+std::string rank_error(const std::string& path) {
+  std::ifstream in(path);
+  const std::string prefix = "tune worker rank ";
+  for (std::string line; std::getline(in, line);) {
+    const auto at = line.find(prefix);
+    if (at == std::string::npos) continue;
+    size_t end = at + prefix.size();
+    while (end < line.size() && std::isdigit(static_cast<unsigned char>(line[end]))) ++end;
+    if (end > at + prefix.size() && line.compare(end, 2, ": ") == 0) return line.substr(at + 12);
+  }
+  return "";
+}
+
 // Whether mpirun's log says a rank of the group crashed on its own (a signal
 // other than SIGKILL/SIGTERM, a non-zero exit other than tune's "lost the
 // driver" codes 70 and 71): the trainable's fault. Anything else that ends a
@@ -182,8 +201,11 @@ struct GroupExecutor::State {
     failed.attempt = *group.attempt;
     failed.lost = group.cancelled || !trainable_crashed(group.log_path);
     failed.message = message;
-    const std::string tail = last_lines(group.log_path, 3);
-    if (!tail.empty()) failed.message += ": " + tail;
+    if (const std::string said = rank_error(group.log_path); !said.empty()) {
+      failed.message = said + " (" + message + ")";
+    } else if (const std::string tail = last_lines(group.log_path, 3); !tail.empty()) {
+      failed.message += ": " + tail;
+    }
     sink->push(std::move(failed));
     group.attempt.reset();
     group.trial.reset();

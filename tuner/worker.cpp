@@ -313,7 +313,13 @@ void run_worker() {
       // Other ranks may be blocked in a collective with this one; the only
       // clean way out is to end the group. The driver starts a fresh one.
       if (ranks.rank == 0) send_message(fd, encode(outcome));
-      else std::cerr << "tune worker rank " << ranks.rank << ": " << std::get<ErrorMessage>(outcome).message << "\n";
+      else {
+        // One write, so that mpirun's own messages cannot split the line
+        // the driver looks for (group_executor.cpp, rank_error).
+        const std::string line =
+            "tune worker rank " + std::to_string(ranks.rank) + ": " + std::get<ErrorMessage>(outcome).message + "\n";
+        std::cerr << line << std::flush;
+      }
       MPI_Abort(MPI_COMM_WORLD, 72);
     }
     if (start.stream_checkpoints) {

@@ -70,5 +70,47 @@ for frac in (1.0, 0.99):
     row(f"time to {frac:.0%} of FIFO's best (s)", f, values, lambda x: f"{x:.1f}")
 for k, (c, w) in runs.items():
     out[k] = {"best": max(a for _, a in c), "wall_s": w, "epochs": len(c)}
+
+# The fixed cost of starting an attempt: the first result of an attempt comes
+# time_this_iter_s after its start (placement, worker group, trainable start,
+# data, checkpoint restore, one epoch); the attempt's later results measure
+# one epoch alone. Cost = first - median(later epochs of the same trial).
+# A resume is an attempt restored from a checkpoint (iteration > 0).
+def median(v):
+    v = sorted(v)
+    return v[len(v) // 2] if v else None
+def attempt_costs(name):
+    eid, = db.execute("SELECT id FROM experiments WHERE name=?", (name,)).fetchone()
+    starts = {}
+    for trial, t0, iteration in db.execute("""SELECT trial_id, time, json_extract(detail_json, '$.iteration')
+                                              FROM events WHERE experiment_id=? AND kind='trial_started'""", (eid,)):
+        starts.setdefault(trial, []).append((t0, iteration))
+    firsts, later = {}, {}  # per trial: (first time_this_iter_s, resumed?) per attempt; the other results
+    for trial, attempts in starts.items():
+        rows = db.execute("""SELECT time, json_extract(metrics_json, '$.time_this_iter_s') FROM results
+                             WHERE trial_id=? ORDER BY time""", (trial,)).fetchall()
+        first_rows = set()
+        for t0, iteration in attempts:
+            first = next((i for i, (t, _) in enumerate(rows) if t >= t0), None)
+            if first is not None and first not in first_rows:
+                first_rows.add(first)
+                firsts.setdefault(trial, []).append((rows[first][1], bool(iteration)))
+        later[trial] = [d for i, (_, d) in enumerate(rows) if i not in first_rows]
+    overall = median([d for v in later.values() for d in v])
+    costs = {"start": [], "resume": []}
+    for trial, items in firsts.items():
+        epoch = median(later.get(trial, [])) or overall
+        for d, resumed in items:
+            costs["resume" if resumed else "start"].append(d - epoch)
+    return costs, overall
+print()
+print(f"{'attempt start cost (s, median)':<34}{'fresh':>10}{'resume':>10}{'epoch':>10}")
+for name in ("tta-fifo", "tta-asha", "tta-asha_promotion"):
+    c, epoch = attempt_costs(name)
+    fmt = lambda x: f"{x:.3f}" if x is not None else "-"
+    print(f"{name[4:]:<34}{fmt(median(c['start'])):>10}{fmt(median(c['resume'])):>10}{fmt(epoch):>10}"
+          f"   ({len(c['start'])} starts, {len(c['resume'])} resumes)")
+    out.setdefault(name[4:], {}).update({"start_cost_s": median(c["start"]), "resume_cost_s": median(c["resume"]),
+                                         "resumes": len(c["resume"])})
 print(json.dumps(out))
 PY

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <vector>
@@ -79,7 +80,7 @@ TEST_P(Equivalence, TwoRanksWithBatchBMatchOneRankWithBatchTwoB) {
 // 1 MiB holds them all.
 INSTANTIATE_TEST_SUITE_P(Buckets, Equivalence,
                          ::testing::Values(EquivalenceCase{true, 512, true, 4}, EquivalenceCase{true, 512, false, 4},
-                                           EquivalenceCase{false, 512, false, 4},
+                                           EquivalenceCase{false, 512, false, 4}, EquivalenceCase{false, 512, true, 4},
                                            EquivalenceCase{true, 1 << 20, true, 1}),
                          [](const ::testing::TestParamInfo<EquivalenceCase>& info) {
                            const auto& c = info.param;
@@ -149,6 +150,44 @@ TEST(TrainerCli, RankThatThrowsEndsItsGroupAndTheRetryRestoresTheSameTraining) {
   for (const auto& t : errored) {
     EXPECT_EQ(t["status"], "ERROR");
     EXPECT_EQ(t["last_result"]["epoch"], 1);
+  }
+}
+
+TEST(TrainerCli, CosineScheduleAnnealsTheLearningRateAndBadTrainingOptionsFailInOneLine) {
+  TempDir dir;
+  const std::string query = " --storage " + dir.file("store"), store = query + " --quiet --slots 2";
+  ASSERT_EQ(run_tune("run " + dir.write("a.yaml", taxi_sweep("cosine", "  lr_schedule: cosine\n", 0)) + store).exit_code, 0);
+  ASSERT_EQ(run_tune("run " + dir.write("b.yaml", taxi_sweep("constant", "", 0)) + store).exit_code, 0);
+  auto cosine = json_of(run_tune("results cosine --json" + query).out);
+  auto constant = json_of(run_tune("results constant --json" + query).out);
+  ASSERT_EQ(cosine.size(), 6u);  // 2 trials x 3 epochs
+  ASSERT_EQ(constant.size(), 6u);
+  std::map<int, std::vector<double>> rates;  // per trial, by epoch: lr at the epoch's last step / base lr
+  for (const auto& r : cosine) {
+    rates[r["trial_index"].get<int>()].push_back(r["lr"].get<double>() / r["config/lr"].get<double>());
+  }
+  ASSERT_EQ(rates.size(), 2u);
+  for (const auto& [trial, by_epoch] : rates) {
+    ASSERT_EQ(by_epoch.size(), 3u) << trial;
+    // 7 steps per epoch (400 rows over 2 ranks, batch 32): after step 6 of
+    // epoch e the factor is (1 + cos(pi * (e + 6/7) / 3)) / 2.
+    for (int e = 0; e < 3; ++e) EXPECT_NEAR(by_epoch[e], 0.5 * (1 + std::cos(M_PI * (e + 6.0 / 7) / 3)), 1e-9) << trial;
+  }
+  for (const auto& r : constant) EXPECT_DOUBLE_EQ(r["lr"].get<double>(), r["config/lr"].get<double>());
+
+  // Unknown values end the trial with a one-line error; the sweep finishes.
+  auto bad = run_tune("run " + dir.write("c.yaml", taxi_sweep("bad", "  lr_schedule: linear\n", 0)) + store);
+  EXPECT_EQ(bad.exit_code, 1);
+  auto flip = run_tune("run " + dir.write("d.yaml", taxi_sweep("flip", "  augment: flip\n", 0)) + store);
+  EXPECT_EQ(flip.exit_code, 1);
+  for (const auto& [name, message] :
+       std::vector<std::pair<std::string, std::string>>{{"bad", "config 'lr_schedule' must be constant or cosine, got 'linear'"},
+                                                        {"flip", "config 'augment: flip' needs image features (N x C x H x W)"}}) {
+    for (const auto& t : json_of(run_tune("trials " + name + " --json" + query).out)) {
+      EXPECT_EQ(t["status"], "ERROR");
+      EXPECT_NE(t["error"].get<std::string>().find(message), std::string::npos) << t["error"];
+      EXPECT_EQ(t["error"].get<std::string>().find('\n'), std::string::npos) << t["error"];
+    }
   }
 }
 

@@ -116,7 +116,7 @@ void mlp_trainable(Session& session) {
 
 void register_mlp_trainable() {
   register_trainable("mlp", mlp_trainable,
-                     {false, "libtorch MLP on synthetic data, data-parallel over the group's ranks"});
+                     {false, "libtorch MLP on synthetic data, data-parallel over the group's ranks", {}});
 }
 
 }  // namespace tune
