@@ -12,10 +12,13 @@ TRIALS=${TTA_TRIALS:-16} EPOCHS=${TTA_EPOCHS:-9} SUBSET=${TTA_SUBSET:-3000}
 bench_build tune_cli
 SCRATCH="$(mktemp -d "${TMPDIR:-/tmp}/tune-bench-tta-XXXXXX")"
 trap 'rm -rf "$SCRATCH"' EXIT
-for scheduler in fifo asha asha_promotion; do
+for scheduler in fifo asha asha_promotion pbt; do
   block="{type: fifo}"
   [[ $scheduler == asha ]] && block="{type: asha, max_t: $EPOCHS, grace_period: 1, reduction_factor: 3}"
   [[ $scheduler == asha_promotion ]] && block="{type: asha, max_t: $EPOCHS, grace_period: 1, reduction_factor: 3, promotion: true}"
+  # PBT: the same population, every 3 epochs the bottom quarter clones a top
+  # quarter trial's checkpoint and perturbs its learning rate.
+  [[ $scheduler == pbt ]] && block="{type: pbt, time_attr: training_iteration, perturbation_interval: 3, seed: 1, hyperparam_mutations: {lr: {loguniform: [1.0e-4, 1.0]}}}"
   cat >"$SCRATCH/$scheduler.yaml" <<YAML
 name: tta-$scheduler
 trainable: fashion_mlp
@@ -103,9 +106,22 @@ def attempt_costs(name):
         for d, resumed in items:
             costs["resume" if resumed else "start"].append(d - epoch)
     return costs, overall
+# PBT trains every member to the end (as FIFO does) but moves the bottom
+# quarter onto the weights of the top quarter: its gain is the time to a
+# given accuracy, not the epochs.
+pbt, pbt_wall = curve("tta-pbt")
+pbt_best = max(a for _, a in pbt)
+print(f"{'PBT, same population':<34}{'FIFO':>10}{'PBT':>10}{'ratio':>8}")
+print(f"{'best val accuracy':<34}{target:>10.4f}{pbt_best:>10.4f}")
+print(f"{'wall time of the sweep (s)':<34}{fifo_wall:>10.1f}{pbt_wall:>10.1f}{fifo_wall / pbt_wall:>7.1f}x")
+for frac in (1.0, 0.99):
+    f, p = first(fifo, frac * target), first(pbt, frac * target)
+    print(f"{f'time to {frac:.0%} of FIFO best (s)':<34}{f:>10.1f}" + (f"{p:>10.1f}{f / p:>7.1f}x" if p else f"{'never':>10}"))
+out["pbt"] = {"best": pbt_best, "wall_s": pbt_wall, "epochs": len(pbt),
+              "tta_1.0": first(pbt, target), "tta_0.99": first(pbt, 0.99 * target)}
 print()
 print(f"{'attempt start cost (s, median)':<34}{'fresh':>10}{'resume':>10}{'epoch':>10}")
-for name in ("tta-fifo", "tta-asha", "tta-asha_promotion"):
+for name in ("tta-fifo", "tta-asha", "tta-asha_promotion", "tta-pbt"):
     c, epoch = attempt_costs(name)
     fmt = lambda x: f"{x:.3f}" if x is not None else "-"
     print(f"{name[4:]:<34}{fmt(median(c['start'])):>10}{fmt(median(c['resume'])):>10}{fmt(epoch):>10}"
