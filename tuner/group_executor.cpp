@@ -107,13 +107,13 @@ std::string last_lines(const std::string& path, size_t count) {
 // group first, this line is the only trace of what the trainable said.
 std::string rank_error(const std::string& path) {
   std::ifstream in(path);
-  const std::string prefix = "tune worker rank ";
+  const std::string tag = "tune worker ", prefix = tag + "rank ";
   for (std::string line; std::getline(in, line);) {
     const auto at = line.find(prefix);
     if (at == std::string::npos) continue;
     size_t end = at + prefix.size();
     while (end < line.size() && std::isdigit(static_cast<unsigned char>(line[end]))) ++end;
-    if (end > at + prefix.size() && line.compare(end, 2, ": ") == 0) return line.substr(at + 12);
+    if (end > at + prefix.size() && line.compare(end, 2, ": ") == 0) return line.substr(at + tag.size());  // "rank N: ..."
   }
   return "";
 }

@@ -2,7 +2,6 @@
 
 #include <sched.h>
 
-#include <algorithm>
 #include <atomic>
 #include <map>
 #include <mutex>

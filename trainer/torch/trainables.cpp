@@ -144,13 +144,15 @@ void train_classifier(Session& session, const std::string& trainable, const Trai
   const std::string schedule = config_string(c, "lr_schedule", "constant");
   if (schedule != "constant" && schedule != "cosine")
     throw std::invalid_argument("config 'lr_schedule' must be constant or cosine, got '" + schedule + "'");
-  const double base_lr = config_number(c, "lr", 0.01);
+  const bool cosine = schedule == "cosine";
+  const double base_lr = optimizer->param_groups().front().options().get_lr();  // the config's, as built
   // augment: none (default) or flip: a random half of each image batch is
   // mirrored left-right (images only: N x C x H x W features).
   const std::string augment = config_string(c, "augment", "none");
   if (augment != "none" && augment != "flip")
     throw std::invalid_argument("config 'augment' must be none or flip, got '" + augment + "'");
-  if (augment == "flip" && data.train.features.dim() != 4)
+  const bool flip = augment == "flip";
+  if (flip && data.train.features.dim() != 4)
     throw std::invalid_argument("config 'augment: flip' needs image features (N x C x H x W)");
 
   for (int64_t epoch = start_epoch; epoch < epochs; ++epoch) {
@@ -169,13 +171,13 @@ void train_classifier(Session& session, const std::string& trainable, const Trai
     const std::vector<torch::Tensor> batches = sampler.batches(batch);
     for (size_t step = 0; step < batches.size(); ++step) {
       const torch::Tensor& rows = batches[step];
-      if (schedule == "cosine") {
+      if (cosine) {
         const double progress = (static_cast<double>(epoch) + static_cast<double>(step) / batches.size()) / epochs;
         for (auto& group : optimizer->param_groups()) group.options().set_lr(base_lr * 0.5 * (1 + std::cos(M_PI * progress)));
       }
       optimizer->zero_grad();
       torch::Tensor x = data.train.features.index_select(0, rows);
-      if (augment == "flip") {
+      if (flip) {
         const torch::Tensor mirrored = torch::rand({x.size(0), 1, 1, 1}) < 0.5;
         x = torch::where(mirrored, x.flip({3}), x);
       }
