@@ -24,7 +24,7 @@ namespace {
 
 const std::vector<std::string> kBayesKeys = {
     "n_initial_points", "acquisition", "xi", "kappa", "parallel", "n_candidates", "n_refine", "refine_evaluations",
-    "gp_restarts", "early_stopped", "min_pending_distance", "max_fit_points"};
+    "gp_restarts", "early_stopped", "min_pending_distance", "max_fit_points", "trust_region"};
 
 double log_normal_cdf(double z) {
   if (z > -5) return std::log(normal_cdf(z));
@@ -85,7 +85,8 @@ struct Acquisition {
 std::pair<double, std::vector<double>> refine_acquisition(const GaussianProcess& gp, const Acquisition& acq,
                                                           const std::vector<double>& start,
                                                           const std::vector<size_t>& free, double best,
-                                                          int64_t evaluations) {
+                                                          int64_t evaluations, const std::vector<double>& lower,
+                                                          const std::vector<double>& upper) {
   struct Ctx {
     const GaussianProcess* gp;
     const Acquisition* acq;
@@ -118,13 +119,15 @@ std::pair<double, std::vector<double>> refine_acquisition(const GaussianProcess&
     return -v;
   };
   nlopt::opt opt(nlopt::LD_LBFGS, static_cast<unsigned>(free.size()));
-  opt.set_lower_bounds(std::vector<double>(free.size(), 0.0));
-  opt.set_upper_bounds(std::vector<double>(free.size(), 1.0));
+  std::vector<double> lb, ub;
+  for (size_t j : free) lb.push_back(lower[j]), ub.push_back(upper[j]);
+  opt.set_lower_bounds(lb);
+  opt.set_upper_bounds(ub);
   opt.set_min_objective(objective, &ctx);
   opt.set_maxeval(static_cast<int>(evaluations));
   opt.set_xtol_rel(1e-6);
   std::vector<double> z;
-  for (size_t j : free) z.push_back(start[j]);
+  for (size_t j : free) z.push_back(std::clamp(start[j], lower[j], upper[j]));
   double f = 0;
   try {
     opt.optimize(z, f);
@@ -155,6 +158,7 @@ class BayesSearcher : public ModelSearcher {
     early_stopped_ = p.string("early_stopped", "rank_below", {"rank_below", "as_is"});
     min_pending_distance_ = p.number_in("min_pending_distance", 0.01, 0.0, 1.0);
     max_fit_points_ = p.integer_in("max_fit_points", 300, 10, 100000);
+    trust_region_ = p.boolean("trust_region", true);
   }
 
  private:
@@ -186,9 +190,92 @@ class BayesSearcher : public ModelSearcher {
     const uint64_t design_index = static_cast<uint64_t>(i - n_points);
     if (i - n_points < n_initial_ || data.n_ok < 2) return fresh_design_point(design, design_index, taken);
     refit(data);
+    model_.set_data(data.x, data.y, hyper_);  // the region's centre is read from the model without pending points
+    const Region region = trust_region(data, n_points);
     condition(model_, data, pending);
-    Json config = maximize_acquisition(model_, data, taken, i);
+    Json config = maximize_acquisition(model_, data, taken, i, region);
     return config.is_null() ? fresh_design_point(design, design_index, taken) : config;
+  }
+
+  // The box the acquisition is maximized in (unit cube coordinates).
+  struct Region {
+    std::vector<double> lower, upper;
+  };
+
+  // A trust region as in TuRBO (Eriksson et al. 2019, "Scalable global
+  // optimization via local Bayesian optimization"): a box around the
+  // incumbent, its side scaled per coordinate by the fitted lengthscales
+  // (normalized to geometric mean 1), that doubles after 3 improvements in a
+  // row, halves after max(4, d) trials without one, and starts over at its
+  // initial side once it is smaller than 1/128 of it. Its state is replayed
+  // from the finished trials in trial order after the initial design, so a
+  // suggestion stays a pure function of the data (exact resume). The
+  // incumbent is the finished point with the lowest posterior mean (robust to
+  // a lucky noise draw). One-hot (categorical) coordinates are not
+  // restricted; a discrete coordinate's box always reaches the neighbouring
+  // values.
+  Region trust_region(const Data& data, int64_t n_points) const {
+    const size_t d = static_cast<size_t>(space_.unit_dims());
+    Region region{std::vector<double>(d, 0.0), std::vector<double>(d, 1.0)};
+    if (!trust_region_ || data.x.empty()) return region;
+    constexpr double kInitialSide = 0.8, kMaxSide = 1.6, kMinSide = kInitialSide / 128;
+    const int failure_tolerance = std::max(4, static_cast<int>(d));
+    const size_t design = std::min(data.y.size(), static_cast<size_t>(n_initial_ + n_points));
+    double best = std::numeric_limits<double>::infinity();
+    for (size_t k = 0; k < design; ++k) best = std::min(best, data.y[k]);
+    double side = kInitialSide;
+    int successes = 0, failures = 0;
+    for (size_t k = design; k < data.y.size(); ++k) {
+      if (data.y[k] < best - 1e-3 * std::fabs(best)) {
+        ++successes, failures = 0;
+      } else {
+        ++failures, successes = 0;
+      }
+      best = std::min(best, data.y[k]);
+      if (successes == 3) side = std::min(2 * side, kMaxSide), successes = 0;
+      if (failures == failure_tolerance) side /= 2, failures = 0;
+      if (side < kMinSide) side = kInitialSide;
+    }
+    std::vector<double> means;
+    model_.predict_batch(data.x, &means, nullptr);
+    const std::vector<double>& centre =
+        data.x[static_cast<size_t>(std::min_element(means.begin(), means.end()) - means.begin())];
+    double mean_log = 0;
+    for (double l : hyper_.lengthscales) mean_log += std::log(l);
+    mean_log /= static_cast<double>(d);
+    for (size_t j = 0; j < d; ++j) {
+      const double half = 0.5 * side * std::exp(std::log(hyper_.lengthscales[j]) - mean_log);
+      region.lower[j] = std::max(0.0, centre[j] - half);
+      region.upper[j] = std::min(1.0, centre[j] + half);
+    }
+    const auto& variables = space_.variables();
+    for (size_t v = 0; v < variables.size(); ++v) {
+      const size_t j = space_.offset(v);
+      if (variables[v].type == ModelVariable::Type::kCategorical) {
+        for (size_t c = 0; c < variables[v].choices.size() && variables[v].choices.size() > 1; ++c)
+          region.lower[j + c] = 0.0, region.upper[j + c] = 1.0;
+      } else if (variables[v].type == ModelVariable::Type::kDiscrete) {
+        region.lower[j] = std::min(region.lower[j], neighbour(v, centre[j], -1));
+        region.upper[j] = std::max(region.upper[j], neighbour(v, centre[j], +1));
+      }
+    }
+    return region;
+  }
+
+  // The unit position of the next value of discrete variable v below
+  // (direction -1) or above (+1) the value at u; u itself at the ends.
+  double neighbour(size_t v, double u, int direction) const {
+    const ModelVariable& var = space_.variables()[v];
+    if (!(var.high > var.low)) return u;
+    auto snapped = [&](double w) { return space_.snap(v, var.low + w * (var.high - var.low)); };
+    const double here = snapped(u);
+    for (int step = 1; step <= 256; ++step) {
+      const double w = std::clamp(u + direction * step / 256.0, 0.0, 1.0);
+      const double there = snapped(w);
+      if (there != here) return std::clamp((there - var.low) / (var.high - var.low), 0.0, 1.0);
+      if (w == 0.0 || w == 1.0) break;
+    }
+    return u;
   }
 
   Data model_data() const {
@@ -296,12 +383,17 @@ class BayesSearcher : public ModelSearcher {
     return false;
   }
 
-  // Candidates: a scrambled Sobol set plus perturbations of the best points.
-  std::vector<std::vector<double>> candidate_points(const Data& data, std::mt19937_64& rng) const {
+  // Candidates: a scrambled Sobol set in the region plus perturbations of
+  // the best points (clamped to it).
+  std::vector<std::vector<double>> candidate_points(const Data& data, const Region& region,
+                                                    std::mt19937_64& rng) const {
     const int d = space_.unit_dims();
     std::vector<std::vector<double>> candidates;
     const SobolSequence sobol(d, rng());
-    for (const auto& u : sobol.points(0, static_cast<size_t>(n_candidates_))) candidates.push_back(space_.snap_unit(u));
+    for (auto u : sobol.points(0, static_cast<size_t>(n_candidates_))) {
+      for (size_t j = 0; j < u.size(); ++j) u[j] = region.lower[j] + u[j] * (region.upper[j] - region.lower[j]);
+      candidates.push_back(space_.snap_unit(u));
+    }
     const auto& y = data.y;
     std::vector<size_t> order(y.size());
     std::iota(order.begin(), order.end(), 0);
@@ -312,7 +404,9 @@ class BayesSearcher : public ModelSearcher {
         std::vector<double> u = data.x[order[r]];
         const double scale = k < 10 ? 1.0 : 0.1;
         for (int j = 0; j < d; ++j)
-          u[static_cast<size_t>(j)] = std::clamp(u[static_cast<size_t>(j)] + scale * step(rng), 0.0, 1.0);
+          u[static_cast<size_t>(j)] = std::clamp(u[static_cast<size_t>(j)] + scale * step(rng),
+                                                 region.lower[static_cast<size_t>(j)],
+                                                 region.upper[static_cast<size_t>(j)]);
         // Snapping rounds discrete values and restores a one-hot block (whose
         // argmax the noise may have moved).
         candidates.push_back(space_.snap_unit(u));
@@ -325,9 +419,9 @@ class BayesSearcher : public ModelSearcher {
   // batch, the best few refined by L-BFGS on their continuous coordinates.
   // Null when every candidate is taken.
   Json maximize_acquisition(const GaussianProcess& gp, const Data& data, const std::vector<std::vector<double>>& taken,
-                            int64_t i) {
+                            int64_t i, const Region& region) {
     auto rng = make_rng(seed_, 2, static_cast<uint64_t>(i));
-    const std::vector<std::vector<double>> candidates = candidate_points(data, rng);
+    const std::vector<std::vector<double>> candidates = candidate_points(data, region, rng);
     std::vector<double> means, variances;
     gp.predict_batch(candidates, &means, &variances);
     std::vector<double> values(candidates.size());
@@ -349,7 +443,8 @@ class BayesSearcher : public ModelSearcher {
       const auto& start = candidates[ranked[r]];
       if (is_taken(start, taken)) continue;
       ++refined;
-      auto [value, point] = refine_acquisition(gp, acq_, start, free, data.best, refine_evaluations_);
+      auto [value, point] = refine_acquisition(gp, acq_, start, free, data.best, refine_evaluations_, region.lower,
+                                                 region.upper);
       finals.emplace_back(value, space_.snap_unit(point));
     }
     for (size_t r : ranked) finals.emplace_back(values[r], candidates[r]);
@@ -366,6 +461,7 @@ class BayesSearcher : public ModelSearcher {
   GpOptions gp_options_;
   double min_pending_distance_ = 0.01;
   int64_t max_fit_points_ = 300;
+  bool trust_region_ = true;
   std::vector<std::vector<double>> pending_now_;  // during propose(): pending points (unit cube)
   std::vector<std::pair<int64_t, double>> fit_key_;
   GpHyperparameters hyper_;

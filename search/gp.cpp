@@ -505,13 +505,13 @@ void GaussianProcess::predict_batch(const std::vector<std::vector<double>>& x, s
   Kt.rowwise() += C.rowwise().squaredNorm().transpose();
   Kt = Kt.unaryExpr([&](double r2) { return m.t.s2 * matern(std::sqrt(std::max(r2, 0.0))); });
   Eigen::VectorXd mu = (Kt.transpose() * m.alpha).array() + m.t.c;
-  m.L().triangularView<Eigen::Lower>().solveInPlace(Kt);
-  Eigen::VectorXd var = (m.t.s2 - Kt.colwise().squaredNorm().array()).max(1e-12 * m.t.s2).matrix();
   if (means) {
     means->resize(static_cast<size_t>(count));
     for (Eigen::Index c = 0; c < count; ++c) (*means)[static_cast<size_t>(c)] = m.y_mean + m.y_scale * mu[c];
   }
-  if (variances) {
+  if (variances) {  // the O(n^2) triangular solve per point only when asked for
+    m.L().triangularView<Eigen::Lower>().solveInPlace(Kt);
+    Eigen::VectorXd var = (m.t.s2 - Kt.colwise().squaredNorm().array()).max(1e-12 * m.t.s2).matrix();
     variances->resize(static_cast<size_t>(count));
     for (Eigen::Index c = 0; c < count; ++c) (*variances)[static_cast<size_t>(c)] = var[c] * m.y_scale * m.y_scale;
   }
