@@ -1,6 +1,7 @@
 # The installed package (docs/ARCHITECTURE.md, "The installed package").
 #   cmake --install build --prefix P [--strip]
-# gives P/bin/tune, P/lib/libtune_bind.so (component Runtime) and the static
+# gives P/bin/tune, P/libexec/tune/tune-full (what bin/tune runs for every
+# command but the store's queries), P/lib/libtune_bind.so (component Runtime) and the static
 # libraries, the public headers of the fence under P/include/tune, the
 # package config P/lib/cmake/tune (find_package(tune): tune::tune; with
 # COMPONENTS torch, tune::torch) and P/lib/pkgconfig/tune.pc (component
@@ -17,6 +18,7 @@ foreach(lib IN LISTS TUNE_INSTALLED_LIBRARIES)
 endforeach()
 
 install(TARGETS tune_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT Runtime)
+install(TARGETS tune_cli_full RUNTIME DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/tune COMPONENT Runtime)
 install(TARGETS tune_bind LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT Runtime)
 
 install(TARGETS tune ${TUNE_INSTALLED_LIBRARIES} EXPORT tuneTargets

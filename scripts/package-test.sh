@@ -83,6 +83,22 @@ cmake --build "$tmp/embedded" -j2 >>"$tmp/embedded.log" 2>&1 || { cat "$tmp/embe
 grep -q '^trials: 30 errors: 0$' "$tmp/embedded.out"
 "$prefix/bin/tune" best quadratic --storage "$tmp/results-cmake" --json >"$tmp/best.json"
 grep -q '"trial_name"' "$tmp/best.json" || { cat "$tmp/best.json"; exit 1; }
+# bin/tune answers queries itself and runs libexec/tune/tune-full for the rest: a sweep of 2-rank
+# MPI groups through the installed CLI (tune-full, mpirun, and the listener shim found from libexec).
+cat >"$tmp/branin-mpi.yaml" <<'EOF'
+name: branin-mpi
+trainable: branin
+metric: loss
+mode: min
+num_samples: 2
+resources: {workers: 2}
+stop: {training_iteration: 2}
+param_space: {x0: {uniform: [-5, 10]}, x1: {uniform: [0, 15]}}
+EOF
+"$prefix/bin/tune" run "$tmp/branin-mpi.yaml" --storage "$tmp/results-cli" >"$tmp/cli-run.log" 2>&1 ||
+  { cat "$tmp/cli-run.log"; exit 1; }
+"$prefix/bin/tune" trials branin-mpi --storage "$tmp/results-cli" --json >"$tmp/cli-trials.json"
+[ "$(grep -o '"TERMINATED"' "$tmp/cli-trials.json" | wc -l)" = 2 ] || { cat "$tmp/cli-run.log" "$tmp/cli-trials.json"; exit 1; }
 
 if [ $torch = 1 ]; then
   step "2. a tune::torch program (ddp_custom_loop) with CMake"

@@ -35,13 +35,17 @@ std::string bind_shim_path() {
     if (::access(path, R_OK) == 0) return path;
   }
   // An installed package moved to another prefix (a .deb built with a
-  // /usr/local build, an install to a temporary prefix): beside bin/.
+  // /usr/local build, an install to a temporary prefix): beside bin/, or
+  // seen from libexec/tune/ (tune-full).
   char exe[4096];
   const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
   if (n > 0) {
-    std::string path(exe, static_cast<size_t>(n));
-    path = path.substr(0, path.rfind('/') + 1) + TUNE_BIND_SHIM_RELATIVE;
-    if (::access(path.c_str(), R_OK) == 0) return path;
+    std::string dir(exe, static_cast<size_t>(n));
+    dir = dir.substr(0, dir.rfind('/') + 1);
+    for (const char* relative : {TUNE_BIND_SHIM_RELATIVE, TUNE_BIND_SHIM_FROM_LIBEXEC}) {
+      const std::string path = dir + relative;
+      if (::access(path.c_str(), R_OK) == 0) return path;
+    }
   }
   return "";
 }
