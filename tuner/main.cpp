@@ -304,6 +304,8 @@ bool answered_here(const std::string& command) {
   const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
   std::string dir = n > 0 ? std::string(exe, static_cast<size_t>(n)) : std::string();
   dir = dir.substr(0, dir.rfind('/') + 1);
+  // What `tune submit` writes into a batch script: this program, not tune-full.
+  if (n > 0) ::setenv("TUNE_CLI_PROGRAM", std::string(exe, static_cast<size_t>(n)).c_str(), 1);
   for (const std::string& path : {dir + "tune-full", dir + TUNE_FULL_RELATIVE}) {
     if (::access(path.c_str(), X_OK) != 0) continue;
     ::execv(path.c_str(), argv);

@@ -16,6 +16,8 @@
 #include <set>
 #include <sstream>
 
+#include <cstdlib>
+
 #include <boost/program_options.hpp>
 
 #include "base/error.h"
@@ -325,7 +327,9 @@ int submit_command(const std::vector<std::string>& all_args) {
   submission.sweep_text = text;
   submission.sweep_file = file;
   submission.experiment = experiment;
-  submission.tune_binary = internal::self_executable();
+  // The script runs the `tune` the user ran (which runs tune-full), not tune-full's own path.
+  const char* cli = std::getenv("TUNE_CLI_PROGRAM");
+  submission.tune_binary = cli && *cli ? std::string(cli) : internal::self_executable();
   submission.storage = fs::absolute(storage).lexically_normal().string();
   if (!interface.empty()) submission.run_args = {"--network-interface", interface};
   if (output.empty()) output = "%x-%j.out";
