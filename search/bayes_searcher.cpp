@@ -332,8 +332,9 @@ class BayesSearcher : public ModelSearcher {
   // it already had (in the same order, with the same hyperparameters) are
   // reused, the new ones appended (O(n^2) each instead of O(n^3) in all);
   // the result is the same to the bit as a fresh model's.
+  // The caller has set `gp` to the data with hyper_ (propose(), which reads
+  // the trust region's centre from it first).
   void condition(GaussianProcess& gp, Data& data, const std::vector<std::vector<double>>& pending) const {
-    gp.set_data(data.x, data.y, hyper_);
     if (pending.empty()) return;
     std::vector<double> fantasy;
     const auto& y = data.y;

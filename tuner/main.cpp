@@ -300,12 +300,16 @@ bool answered_here(const std::string& command) {
 }
 
 [[noreturn]] void exec_full(char** argv) {
-  char exe[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
-  std::string dir = n > 0 ? std::string(exe, static_cast<size_t>(n)) : std::string();
-  dir = dir.substr(0, dir.rfind('/') + 1);
+  std::string self;
+  try {
+    self = tune::internal::self_executable();
+  } catch (const std::exception& e) {
+    std::cerr << "tune: " << e.what() << "\n";
+    std::exit(1);
+  }
+  const std::string dir = self.substr(0, self.rfind('/') + 1);
   // What `tune submit` writes into a batch script: this program, not tune-full.
-  if (n > 0) ::setenv("TUNE_CLI_PROGRAM", std::string(exe, static_cast<size_t>(n)).c_str(), 1);
+  ::setenv("TUNE_CLI_PROGRAM", self.c_str(), 1);
   for (const std::string& path : {dir + "tune-full", dir + TUNE_FULL_RELATIVE}) {
     if (::access(path.c_str(), X_OK) != 0) continue;
     ::execv(path.c_str(), argv);
