@@ -1,7 +1,7 @@
 #include "tuner/checkpoints.h"
 
 #include <algorithm>
-#include <cstdio>
+#include <set>
 
 #include "base/error.h"
 #include "tuner/session_base.h"
@@ -21,20 +21,22 @@ void prune_checkpoints(Store& store, int64_t trial_row, const CheckpointOptions&
     if (!a.score) return a.id > b.id;  // the newest first (a PBT clone may go back in iterations)
     return order == "max" ? *a.score > *b.score : *a.score < *b.score;
   });
+  // A path a kept record still names is never removed (names do not repeat
+  // within a trial, but a user's session may report any directory).
+  std::set<std::string> kept;
+  for (size_t i = 0; i < live.size(); ++i)
+    if (i < static_cast<size_t>(options.num_to_keep) || live[i].id == latest_id) kept.insert(live[i].path);
   for (size_t i = static_cast<size_t>(options.num_to_keep); i < live.size(); ++i) {
     if (live[i].id == latest_id) continue;
     std::error_code ec;
-    fs::remove_all(live[i].path, ec);
+    if (!kept.count(live[i].path)) fs::remove_all(live[i].path, ec);
     store.mark_checkpoint_deleted(live[i].id);
   }
 }
 
 fs::path clone_checkpoint(const std::string& donor_checkpoint, const fs::path& trial_dir, int64_t iteration,
-                          int64_t donor_index) {
-  char name[80];
-  std::snprintf(name, sizeof name, "checkpoint_%06lld_from_%s", static_cast<long long>(iteration),
-                trial_name(donor_index).c_str());
-  const fs::path target = trial_dir / name;
+                          int64_t donor_index, int64_t exploit) {
+  const fs::path target = trial_dir / (checkpoint_dir_name(iteration, exploit) + "_from_" + trial_name(donor_index));
   std::error_code ec;
   fs::remove_all(target, ec);
   fs::create_directories(trial_dir, ec);

@@ -17,10 +17,11 @@ namespace tune::internal {
 void prune_checkpoints(Store& store, int64_t trial_row, const CheckpointOptions& options,
                        const std::string& mode);
 
-// Copies a donor's checkpoint directory into `trial_dir` as
-// checkpoint_<iteration>_from_<donor trial name> (replacing an old copy) and
-// returns its path. Throws tune::Error if the copy fails.
+// Copies a donor's checkpoint directory into `trial_dir` for the trial's
+// `exploit`-th exploit, as checkpoint_<iteration>_exploit<k>_from_<donor trial
+// name> (replacing a partial copy), and returns its path. Throws tune::Error
+// if the copy fails.
 std::filesystem::path clone_checkpoint(const std::string& donor_checkpoint, const std::filesystem::path& trial_dir,
-                                       int64_t iteration, int64_t donor_index);
+                                       int64_t iteration, int64_t donor_index, int64_t exploit);
 
 }  // namespace tune::internal

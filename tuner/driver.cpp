@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <map>
 
 #include "base/error.h"
 #include "base/names.h"
@@ -196,6 +197,8 @@ void Driver::load_experiment() {
   const bool restored_scheduler = !experiment_.scheduler_state.is_null();
   if (restored_scheduler) scheduler.restore_state(experiment_.scheduler_state);
   std::vector<Observation> observations;
+  std::map<int64_t, int64_t> exploits;  // trial row -> exploits so far
+  for (const ExploitRecord& exploit : store_->exploits(experiment_.id)) exploits[exploit.trial_id] += 1;
   for (const TrialRecord& record : store_->trials(experiment_.id)) {
     TrialState trial;
     trial.index = record.trial_index;
@@ -209,6 +212,7 @@ void Driver::load_experiment() {
     auto checkpoints = store_->checkpoints(record.id);
     if (!checkpoints.empty()) trial.checkpoint = Checkpoint{checkpoints.back().path, checkpoints.back().iteration};
     trial.iteration = trial.checkpoint ? trial.checkpoint->iteration : 0;
+    trial.exploits = exploits[record.id];
     next_index_ = std::max(next_index_, record.trial_index + 1);
     if (record.status == kTerminated || record.status == kError) {
       observations.push_back({record.trial_index, record.config, record.last_result, record.status == kError});
@@ -335,6 +339,7 @@ void Driver::start(TrialState& trial, const Placement& placement) {
   start.trial_dir = (experiment_dir_ / trial_name(trial.index)).string();
   start.config = trial.config;
   start.iteration = trial.iteration;
+  start.exploits = trial.exploits;
   start.checkpoint = trial.checkpoint;
   start.cpus = sweep_.spec.resources.cpus_per_worker;
   start.setup = sweep_.spec.setup();

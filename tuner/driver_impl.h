@@ -35,6 +35,7 @@ struct TrialState {
   int failures = 0;
   int host_losses = 0;  // attempts lost with their host (multi-host sweeps)
   int64_t iteration = 0;
+  int64_t exploits = 0;  // PBT exploits so far (names its checkpoints apart)
   double attempt_started = 0, last_report = 0;  // clock.now() of the running attempt
   double time_before_attempt = 0;               // seconds run in earlier attempts
   std::optional<Checkpoint> checkpoint;

@@ -13,6 +13,7 @@ Json TrialStart::to_json() const {
   Json json = {{"experiment", experiment}, {"trainable", trainable},
                {"trial_index", trial_index}, {"trial_dir", trial_dir},
                {"config", config},         {"iteration", iteration},
+               {"exploits", exploits},
                {"cpus", cpus},             {"checkpoint", nullptr},
                {"setup", setup},           {"stream_checkpoints", stream_checkpoints},
                {"checkpoint_files", checkpoint_files}};
@@ -28,6 +29,7 @@ TrialStart TrialStart::from_json(const Json& json) {
   start.trial_dir = json.at("trial_dir").get<std::string>();
   start.config = json.at("config");
   start.iteration = json.at("iteration").get<int64_t>();
+  start.exploits = json.value("exploits", int64_t{0});
   start.cpus = json.value("cpus", 1);
   if (json.contains("setup")) start.setup = json.at("setup");
   start.stream_checkpoints = json.value("stream_checkpoints", false);
@@ -43,6 +45,17 @@ TrialStart TrialStart::from_json(const Json& json) {
 std::string trial_name(int64_t trial_index) {
   char buffer[32];
   std::snprintf(buffer, sizeof buffer, "trial_%05lld", static_cast<long long>(trial_index));
+  return buffer;
+}
+
+std::string checkpoint_dir_name(int64_t iteration, int64_t exploits) {
+  char buffer[64];
+  if (exploits > 0) {
+    std::snprintf(buffer, sizeof buffer, "checkpoint_%06lld_exploit%lld", static_cast<long long>(iteration),
+                  static_cast<long long>(exploits));
+  } else {
+    std::snprintf(buffer, sizeof buffer, "checkpoint_%06lld", static_cast<long long>(iteration));
+  }
   return buffer;
 }
 
@@ -62,9 +75,7 @@ SessionBase::SessionBase(TrialStart start) : start_(std::move(start)), iteration
 std::string SessionBase::trial_name() const { return internal::trial_name(start_.trial_index); }
 
 std::string SessionBase::make_checkpoint_dir() {
-  char name[40];
-  std::snprintf(name, sizeof name, "checkpoint_%06lld", static_cast<long long>(iteration_ + 1));
-  std::filesystem::path dir = std::filesystem::path(start_.trial_dir) / name;
+  std::filesystem::path dir = std::filesystem::path(start_.trial_dir) / checkpoint_dir_name(iteration_ + 1, start_.exploits);
   if (rank() == 0) {
     // A retried attempt may have left a partial directory with this name.
     std::error_code ec;

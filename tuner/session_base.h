@@ -19,6 +19,9 @@ struct TrialStart {
   std::string trial_dir;
   Json config;
   int64_t iteration = 0;  // results already recorded (restored from checkpoint)
+  // PBT exploits of the trial so far: each may send its iteration back, so
+  // the checkpoints after the k-th are named apart (checkpoint_dir_name).
+  int64_t exploits = 0;
   std::optional<Checkpoint> checkpoint;
   int cpus = 1;
   Json setup;  // SweepSpec::setup()
@@ -58,6 +61,10 @@ class SessionBase : public Session {
 };
 
 std::string trial_name(int64_t trial_index);
+// A trial's checkpoint directory name: checkpoint_<iteration>, and after its
+// k-th PBT exploit checkpoint_<iteration>_exploit<k>; names never repeat
+// within a trial, so pruning one checkpoint never deletes another's files.
+std::string checkpoint_dir_name(int64_t iteration, int64_t exploits);
 
 // Test hook (tests/torture): when TUNE_ACK_LOG=PATH is set, the process that
 // received the driver's verdict on a result (rank 0, or the in-process trial's

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <iostream>
 
+#include "base/error.h"
 #include "base/names.h"
 #include "tuner/checkpoints.h"
 #include "tuner/driver_impl.h"
@@ -185,13 +186,21 @@ void Driver::pause(TrialState& trial) {
 // iteration count and its restored state agree whether the donor was ahead
 // or behind.
 void Driver::exploit(TrialState& trial, const TrialDecision& decision) {
+  const TrialState& donor = trials_.at(decision.donor);
+  const int64_t restored = donor.checkpoint->iteration;
+  std::filesystem::path copy;
+  try {
+    copy = clone_checkpoint(donor.checkpoint->path, experiment_dir_ / trial_name(trial.index), restored,
+                            decision.donor, trial.exploits + 1);
+  } catch (const Error& e) {
+    // The trial failed, not the sweep: it is retried from its own checkpoint.
+    fail(trial, std::string("exploit of ") + trial_name(decision.donor) + ": " + e.what());
+    return;
+  }
   leave_running(trial);
   state_changed_ = true;
   const double now = clock_.unix_time();
-  const TrialState& donor = trials_.at(decision.donor);
-  const int64_t restored = donor.checkpoint->iteration;
-  const std::filesystem::path copy =
-      clone_checkpoint(donor.checkpoint->path, experiment_dir_ / trial_name(trial.index), restored, decision.donor);
+  trial.exploits += 1;
   ExploitRecord record;
   record.trial_id = trial.row;
   record.donor_trial_id = donor.row;
@@ -204,6 +213,7 @@ void Driver::exploit(TrialState& trial, const TrialDecision& decision) {
   store_->add_exploit(record);
   store_->set_trial_config(trial.row, decision.new_config);
   store_->add_checkpoint(trial.row, restored, copy.string(), std::nullopt, now);
+  prune_checkpoints(*store_, trial.row, sweep_.spec.checkpoint, sweep_.spec.mode);
   trial.config = decision.new_config;
   trial.iteration = restored;
   trial.checkpoint = Checkpoint{copy.string(), restored};

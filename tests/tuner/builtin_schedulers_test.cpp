@@ -6,7 +6,9 @@
 
 #include <fstream>
 #include <iomanip>
+#include <filesystem>
 #include <map>
+#include <set>
 
 #include "storage/store.h"
 #include "tuner_test_util.h"
@@ -158,6 +160,62 @@ TEST(BuiltinSchedulers, PbtExploitsAreRecordedAndTrialsContinue) {
                                   << rows[i].iteration;
     }
   }
+}
+
+// An exploit can send a trial back in iterations (to a donor behind it): the
+// checkpoints it writes after that must not reuse the directories of its
+// earlier ones, or pruning an old one deletes the new one (the donor's
+// checkpoint then vanishes under the next exploit: `tune run` failed with
+// "cannot copy checkpoint").
+TEST(BuiltinSchedulers, PbtCheckpointsOfEveryLineageKeepTheirOwnDirectories) {
+  TempDir dir;
+  Json params = {{"time_attr", "training_iteration"}, {"perturbation_interval", 2}, {"quantile_fraction", 0.5},
+                 {"hyperparam_mutations", {{"q", {{"uniform", {0, 1}}}}}}, {"seed", 4}};
+  SweepSpec s = spec("pbt_lineage", 6, "pbt", params);
+  s.checkpoint.num_to_keep = 2;
+  ResultGrid grid = Tuner(curve, s, quiet(dir, 2)).fit();
+  EXPECT_EQ(grid.num_terminated(), 6);
+  auto store = Store::open(dir.path(), true);
+  auto exp = store->find_experiment("pbt_lineage");
+  auto lineage = store->exploits(exp->id);
+  int went_back = 0;
+  for (const auto& e : lineage) went_back += e.donor_iteration < e.iteration ? 1 : 0;
+  ASSERT_GT(went_back, 0) << "the test needs an exploit that goes back in iterations";
+  for (const auto& t : store->trials(exp->id)) {
+    std::set<std::string> paths;
+    int live = 0;
+    for (const auto& c : store->checkpoints(t.id)) {
+      EXPECT_TRUE(paths.insert(c.path).second) << "two checkpoints of trial " << t.trial_index << " share " << c.path;
+      if (c.deleted) continue;
+      live += 1;
+      EXPECT_TRUE(std::filesystem::exists(c.path + "/state")) << c.path << " is recorded but gone";
+    }
+    EXPECT_LE(live, 3) << "trial " << t.trial_index << ": num_to_keep 2 and the latest";
+  }
+}
+
+// A donor checkpoint that cannot be copied (here: the trainable deletes each
+// checkpoint after reporting it) fails the exploiting trial, not the sweep.
+TEST(BuiltinSchedulers, AnExploitWhoseCopyFailsFailsThatTrialNotTheSweep) {
+  TempDir dir;
+  Json params = {{"time_attr", "training_iteration"}, {"perturbation_interval", 2}, {"quantile_fraction", 0.5},
+                 {"hyperparam_mutations", {{"q", {{"uniform", {0, 1}}}}}}, {"seed", 4}};
+  SweepSpec s = spec("pbt_gone", 4, "pbt", params);
+  auto vanishing = [](Session& session) {
+    for (int64_t i = session.iteration() + 1; i <= 8; ++i) {
+      std::string checkpoint = session.make_checkpoint_dir();
+      std::ofstream(checkpoint + "/state") << i;
+      session.report({{"loss", session.config()["q"].get<double>() + 1.0 / static_cast<double>(i)}}, checkpoint);
+      std::filesystem::remove_all(checkpoint);
+    }
+  };
+  ResultGrid grid = Tuner(vanishing, s, quiet(dir, 2)).fit();
+  int exploit_errors = 0;
+  auto store = Store::open(dir.path(), true);
+  for (const auto& t : store->trials(store->find_experiment("pbt_gone")->id))
+    exploit_errors += t.error.find("exploit of trial_") != std::string::npos ? 1 : 0;
+  EXPECT_GT(exploit_errors, 0);
+  EXPECT_EQ(grid.num_terminated() + grid.num_errors(), 4);
 }
 
 TEST(BuiltinSchedulers, AshaWithBayesianSearchLearnsFromStoppedTrials) {
