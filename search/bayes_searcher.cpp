@@ -17,6 +17,7 @@
 #include "search/gp.h"
 #include "search/model_searcher.h"
 #include "search/sobol.h"
+#include "search/trust_region.h"
 #include "base/error.h"
 
 namespace tune::internal {
@@ -191,91 +192,12 @@ class BayesSearcher : public ModelSearcher {
     if (i - n_points < n_initial_ || data.n_ok < 2) return fresh_design_point(design, design_index, taken);
     refit(data);
     model_.set_data(data.x, data.y, hyper_);  // the region's centre is read from the model without pending points
-    const Region region = trust_region(data, n_points);
+    const size_t n_design = static_cast<size_t>(n_initial_ + n_points);
+    const UnitBox region = trust_region_ ? trust_region(space_, data.x, data.y, n_design, model_, hyper_)
+                                         : UnitBox{std::vector<double>(d, 0.0), std::vector<double>(d, 1.0)};
     condition(model_, data, pending);
     Json config = maximize_acquisition(model_, data, taken, i, region);
     return config.is_null() ? fresh_design_point(design, design_index, taken) : config;
-  }
-
-  // The box the acquisition is maximized in (unit cube coordinates).
-  struct Region {
-    std::vector<double> lower, upper;
-  };
-
-  // A trust region as in TuRBO (Eriksson et al. 2019, "Scalable global
-  // optimization via local Bayesian optimization"): a box around the
-  // incumbent, its side scaled per coordinate by the fitted lengthscales
-  // (normalized to geometric mean 1), that doubles after 3 improvements in a
-  // row, halves after max(4, d) trials without one, and starts over at its
-  // initial side once it is smaller than 1/128 of it. Its state is replayed
-  // from the finished trials in trial order after the initial design, so a
-  // suggestion stays a pure function of the data (exact resume). The
-  // incumbent is the finished point with the lowest posterior mean (robust to
-  // a lucky noise draw). One-hot (categorical) coordinates are not
-  // restricted; a discrete coordinate's box always reaches the neighbouring
-  // values.
-  Region trust_region(const Data& data, int64_t n_points) const {
-    const size_t d = static_cast<size_t>(space_.unit_dims());
-    Region region{std::vector<double>(d, 0.0), std::vector<double>(d, 1.0)};
-    if (!trust_region_ || data.x.empty()) return region;
-    constexpr double kInitialSide = 0.8, kMaxSide = 1.6, kMinSide = kInitialSide / 128;
-    const int failure_tolerance = std::max(4, static_cast<int>(d));
-    const size_t design = std::min(data.y.size(), static_cast<size_t>(n_initial_ + n_points));
-    double best = std::numeric_limits<double>::infinity();
-    for (size_t k = 0; k < design; ++k) best = std::min(best, data.y[k]);
-    double side = kInitialSide;
-    int successes = 0, failures = 0;
-    for (size_t k = design; k < data.y.size(); ++k) {
-      if (data.y[k] < best - 1e-3 * std::fabs(best)) {
-        ++successes, failures = 0;
-      } else {
-        ++failures, successes = 0;
-      }
-      best = std::min(best, data.y[k]);
-      if (successes == 3) side = std::min(2 * side, kMaxSide), successes = 0;
-      if (failures == failure_tolerance) side /= 2, failures = 0;
-      if (side < kMinSide) side = kInitialSide;
-    }
-    std::vector<double> means;
-    model_.predict_batch(data.x, &means, nullptr);
-    const std::vector<double>& centre =
-        data.x[static_cast<size_t>(std::min_element(means.begin(), means.end()) - means.begin())];
-    double mean_log = 0;
-    for (double l : hyper_.lengthscales) mean_log += std::log(l);
-    mean_log /= static_cast<double>(d);
-    for (size_t j = 0; j < d; ++j) {
-      const double half = 0.5 * side * std::exp(std::log(hyper_.lengthscales[j]) - mean_log);
-      region.lower[j] = std::max(0.0, centre[j] - half);
-      region.upper[j] = std::min(1.0, centre[j] + half);
-    }
-    const auto& variables = space_.variables();
-    for (size_t v = 0; v < variables.size(); ++v) {
-      const size_t j = space_.offset(v);
-      if (variables[v].type == ModelVariable::Type::kCategorical) {
-        for (size_t c = 0; c < variables[v].choices.size() && variables[v].choices.size() > 1; ++c)
-          region.lower[j + c] = 0.0, region.upper[j + c] = 1.0;
-      } else if (variables[v].type == ModelVariable::Type::kDiscrete) {
-        region.lower[j] = std::min(region.lower[j], neighbour(v, centre[j], -1));
-        region.upper[j] = std::max(region.upper[j], neighbour(v, centre[j], +1));
-      }
-    }
-    return region;
-  }
-
-  // The unit position of the next value of discrete variable v below
-  // (direction -1) or above (+1) the value at u; u itself at the ends.
-  double neighbour(size_t v, double u, int direction) const {
-    const ModelVariable& var = space_.variables()[v];
-    if (!(var.high > var.low)) return u;
-    auto snapped = [&](double w) { return space_.snap(v, var.low + w * (var.high - var.low)); };
-    const double here = snapped(u);
-    for (int step = 1; step <= 256; ++step) {
-      const double w = std::clamp(u + direction * step / 256.0, 0.0, 1.0);
-      const double there = snapped(w);
-      if (there != here) return std::clamp((there - var.low) / (var.high - var.low), 0.0, 1.0);
-      if (w == 0.0 || w == 1.0) break;
-    }
-    return u;
   }
 
   Data model_data() const {
@@ -386,7 +308,7 @@ class BayesSearcher : public ModelSearcher {
 
   // Candidates: a scrambled Sobol set in the region plus perturbations of
   // the best points (clamped to it).
-  std::vector<std::vector<double>> candidate_points(const Data& data, const Region& region,
+  std::vector<std::vector<double>> candidate_points(const Data& data, const UnitBox& region,
                                                     std::mt19937_64& rng) const {
     const int d = space_.unit_dims();
     std::vector<std::vector<double>> candidates;
@@ -420,7 +342,7 @@ class BayesSearcher : public ModelSearcher {
   // batch, the best few refined by L-BFGS on their continuous coordinates.
   // Null when every candidate is taken.
   Json maximize_acquisition(const GaussianProcess& gp, const Data& data, const std::vector<std::vector<double>>& taken,
-                            int64_t i, const Region& region) {
+                            int64_t i, const UnitBox& region) {
     auto rng = make_rng(seed_, 2, static_cast<uint64_t>(i));
     const std::vector<std::vector<double>> candidates = candidate_points(data, region, rng);
     std::vector<double> means, variances;

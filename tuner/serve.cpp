@@ -1,42 +1,37 @@
 #include "tuner/serve.h"
 
 #include <arpa/inet.h>
-#include <fcntl.h>
-#include <netdb.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
-#include <sys/eventfd.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
-#include <array>
-#include <atomic>
-#include <cerrno>
-#include <chrono>
-#include <condition_variable>
 #include <cstdio>
 #include <cstring>
-#include <deque>
 #include <exception>
-#include <mutex>
+#include <memory>
 #include <ostream>
 #include <thread>
 #include <utility>
-#include <vector>
 
 #include <httplib.h>
 
 #include "base/error.h"
+#include "tuner/serve_http.h"
+#include "tuner/serve_metrics.h"
 
 namespace tune {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using serve_detail::Clock;
+using serve_detail::bound_port;
+using serve_detail::host_and_port;
+using serve_detail::HttpServer;
+using serve_detail::listen_on;
+using serve_detail::Metrics;
+using serve_detail::Route;
+using serve_detail::t_request;
 using httplib::ContentReader;
 using httplib::Request;
 using httplib::Response;
@@ -44,14 +39,7 @@ using HandlerResponse = httplib::Server::HandlerResponse;
 
 constexpr const char* kJsonType = "application/json";
 constexpr const char* kPrometheusType = "text/plain; version=0.0.4; charset=utf-8";
-constexpr int kIoTimeoutSeconds = 5;   // reading a request, writing a response
-constexpr int kIdleTimeoutMs = 5000;   // a kept-alive connection without a request
-constexpr int kIdleSliceMs = 50;       // how soon an idle connection yields to a waiting one
-constexpr size_t kRequestsBeforeYield = 100;
 constexpr uint64_t kMaxSkippedBody = 64 << 10;  // an unread body up to this is read past, not closed on
-constexpr size_t kMaxLingerBytes = size_t{1} << 20;
-constexpr int kLingerMs = 500;
-constexpr size_t kFlushBytes = 64 << 10;  // a response's writes gathered before a send()
 
 // ---- Options ---------------------------------------------------------------
 
@@ -62,11 +50,6 @@ bool is_loopback(const std::string& host) {
   in6_addr v6{};
   if (inet_pton(AF_INET6, host.c_str(), &v6) != 1) return false;
   return IN6_IS_ADDR_LOOPBACK(&v6) || (IN6_IS_ADDR_V4MAPPED(&v6) && v6.s6_addr[12] == 127);
-}
-
-std::string host_and_port(const std::string& host, int port) {
-  bool ipv6 = host.find(':') != std::string::npos;
-  return (ipv6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
 }
 
 void validate_options(const ServeOptions& options) {
@@ -110,424 +93,6 @@ void validate_model(const ServedModel& model) {
 size_t worker_count(int threads) {
   if (threads > 0) return static_cast<size_t>(threads);
   return std::max(2u, std::thread::hardware_concurrency());
-}
-
-// A listening socket on host:port (SO_REUSEADDR, close-on-exec).
-int listen_on(const std::string& host, int port) {
-  const std::string where = host_and_port(host, port);
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-  addrinfo* found = nullptr;
-  int rc = getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found);
-  if (rc != 0) throw Error("tune serve: cannot listen on " + where + " (" + gai_strerror(rc) + ")");
-  std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> addresses(found, freeaddrinfo);
-  int error = EADDRNOTAVAIL;
-  for (addrinfo* address = found; address != nullptr; address = address->ai_next) {
-    int fd = ::socket(address->ai_family, address->ai_socktype | SOCK_CLOEXEC, address->ai_protocol);
-    if (fd < 0) {
-      error = errno;
-      continue;
-    }
-    int on = 1;
-    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
-    if (::bind(fd, address->ai_addr, address->ai_addrlen) == 0 && ::listen(fd, SOMAXCONN) == 0) return fd;
-    error = errno;
-    ::close(fd);
-  }
-  throw Error("tune serve: cannot listen on " + where + " (" + std::strerror(error) + ")");
-}
-
-int bound_port(int fd) {
-  sockaddr_storage address{};
-  socklen_t size = sizeof address;
-  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &size) != 0) return -1;
-  if (address.ss_family == AF_INET6) return ntohs(reinterpret_cast<sockaddr_in6*>(&address)->sin6_port);
-  return ntohs(reinterpret_cast<sockaddr_in*>(&address)->sin_port);
-}
-
-// ---- Metrics ---------------------------------------------------------------
-
-enum class Route { kPredict, kMetadata, kHealth, kMetrics, kOther };
-constexpr std::array<const char*, 5> kRouteNames = {"predict", "metadata", "healthz", "metrics", "other"};
-// Upper bounds (seconds) of the duration histogram's buckets, +Inf aside.
-constexpr std::array<double, 16> kBuckets = {1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2, 2.5e-2,
-                                             5e-2, 0.1,    0.25,   0.5,  1,    2.5,    5,    10};
-
-// Lock-free counters: a request costs a few relaxed atomic increments.
-class Metrics {
- public:
-  void record(Route route, int status, Clock::duration elapsed) {
-    PerRoute& counters = routes_[static_cast<size_t>(route)];
-    if (status >= kFirstCode && status < kFirstCode + kCodes) {
-      counters.requests[status - kFirstCode].fetch_add(1, std::memory_order_relaxed);
-    }
-    double seconds = std::chrono::duration<double>(elapsed).count();
-    size_t bucket = std::lower_bound(kBuckets.begin(), kBuckets.end(), seconds) - kBuckets.begin();
-    counters.buckets[bucket].fetch_add(1, std::memory_order_relaxed);
-    auto nanoseconds = std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count();
-    counters.nanoseconds.fetch_add(static_cast<uint64_t>(nanoseconds), std::memory_order_relaxed);
-  }
-  void add_instances(size_t count) { instances_.fetch_add(count, std::memory_order_relaxed); }
-  std::atomic<int64_t>& in_flight() { return in_flight_; }
-  std::string render() const;
-
- private:
-  static constexpr int kFirstCode = 100;
-  static constexpr int kCodes = 500;
-  struct PerRoute {
-    std::array<std::atomic<uint64_t>, kCodes> requests{};
-    std::array<std::atomic<uint64_t>, kBuckets.size() + 1> buckets{};
-    std::atomic<uint64_t> nanoseconds{0};
-  };
-  std::array<PerRoute, kRouteNames.size()> routes_{};
-  std::atomic<uint64_t> instances_{0};
-  std::atomic<int64_t> in_flight_{0};
-};
-
-std::string format_number(double value) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.9g", value);
-  return text;
-}
-
-std::string Metrics::render() const {
-  std::string out;
-  out.reserve(8192);
-  out += "# HELP tune_serve_requests_total HTTP requests answered, by route and status code.\n";
-  out += "# TYPE tune_serve_requests_total counter\n";
-  for (size_t route = 0; route < routes_.size(); ++route) {
-    for (int code = 0; code < kCodes; ++code) {
-      uint64_t count = routes_[route].requests[code].load(std::memory_order_relaxed);
-      if (count == 0) continue;
-      out += std::string("tune_serve_requests_total{route=\"") + kRouteNames[route] + "\",code=\"" +
-             std::to_string(kFirstCode + code) + "\"} " + std::to_string(count) + "\n";
-    }
-  }
-  out += "# HELP tune_serve_instances_total Instances predicted.\n";
-  out += "# TYPE tune_serve_instances_total counter\n";
-  out += "tune_serve_instances_total " + std::to_string(instances_.load()) + "\n";
-  out += "# HELP tune_serve_request_duration_seconds From a request's first byte to its response, by route.\n";
-  out += "# TYPE tune_serve_request_duration_seconds histogram\n";
-  for (size_t route = 0; route < routes_.size(); ++route) {
-    const std::string label = std::string("route=\"") + kRouteNames[route] + "\"";
-    uint64_t cumulative = 0;
-    for (size_t bucket = 0; bucket <= kBuckets.size(); ++bucket) {
-      cumulative += routes_[route].buckets[bucket].load(std::memory_order_relaxed);
-      std::string bound = bucket < kBuckets.size() ? format_number(kBuckets[bucket]) : "+Inf";
-      out += "tune_serve_request_duration_seconds_bucket{" + label + ",le=\"" + bound + "\"} " +
-             std::to_string(cumulative) + "\n";
-    }
-    double seconds = static_cast<double>(routes_[route].nanoseconds.load()) * 1e-9;
-    out += "tune_serve_request_duration_seconds_sum{" + label + "} " + format_number(seconds) + "\n";
-    out += "tune_serve_request_duration_seconds_count{" + label + "} " + std::to_string(cumulative) + "\n";
-  }
-  out += "# HELP tune_serve_in_flight Requests being read, predicted or answered.\n";
-  out += "# TYPE tune_serve_in_flight gauge\n";
-  out += "tune_serve_in_flight " + std::to_string(in_flight_.load()) + "\n";
-  return out;
-}
-
-// What the handlers of one request tell the connection loop around them; a
-// connection is served by one thread at a time, so a thread_local suffices.
-struct RequestContext {
-  Clock::time_point started;
-  Route route = Route::kOther;
-  uint64_t unread_body = 0;       // bytes of body to read past before the next request
-  bool close_connection = false;  // a body was left unread: close after the response
-};
-thread_local RequestContext t_request;
-
-// ---- Connections -----------------------------------------------------------
-
-void describe_address(const sockaddr_storage& address, std::string& ip, int& port) {
-  char text[INET6_ADDRSTRLEN] = "";
-  if (address.ss_family == AF_INET6) {
-    auto* v6 = reinterpret_cast<const sockaddr_in6*>(&address);
-    inet_ntop(AF_INET6, &v6->sin6_addr, text, sizeof text);
-    port = ntohs(v6->sin6_port);
-  } else if (address.ss_family == AF_INET) {
-    auto* v4 = reinterpret_cast<const sockaddr_in*>(&address);
-    inet_ntop(AF_INET, &v4->sin_addr, text, sizeof text);
-    port = ntohs(v4->sin_port);
-  }
-  ip = text;
-}
-
-// One accepted connection as httplib's Stream: reads through a buffer (httplib
-// reads a request line byte by byte) and gathers a response's writes into one
-// send(), made when the next read would wait or by flush().
-class ConnectionStream final : public httplib::Stream {
- public:
-  explicit ConnectionStream(int fd) : fd_(fd) {
-    sockaddr_storage address{};
-    socklen_t size = sizeof address;
-    if (::getpeername(fd, reinterpret_cast<sockaddr*>(&address), &size) == 0) {
-      describe_address(address, remote_ip_, remote_port_);
-    }
-    size = sizeof address;
-    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &size) == 0) {
-      describe_address(address, local_ip_, local_port_);
-    }
-  }
-
-  bool is_readable() const override { return has_buffered_input() || wait_for(POLLIN); }
-  bool is_writable() const override { return wait_for(POLLOUT); }
-  ssize_t read(char* data, size_t size) override {
-    if (!has_buffered_input()) {
-      if (!flush()) return -1;
-      if (size >= input_.size()) return receive(data, size);
-      ssize_t received = receive(input_.data(), input_.size());
-      if (received <= 0) return received;
-      begin_ = 0;
-      end_ = static_cast<size_t>(received);
-    }
-    size_t count = std::min(size, end_ - begin_);
-    std::memcpy(data, input_.data() + begin_, count);
-    begin_ += count;
-    return static_cast<ssize_t>(count);
-  }
-  ssize_t write(const char* data, size_t size) override {
-    output_.append(data, size);
-    if (output_.size() >= kFlushBytes && !flush()) return -1;
-    return static_cast<ssize_t>(size);
-  }
-  void get_remote_ip_and_port(std::string& ip, int& port) const override {
-    ip = remote_ip_;
-    port = remote_port_;
-  }
-  void get_local_ip_and_port(std::string& ip, int& port) const override {
-    ip = local_ip_;
-    port = local_port_;
-  }
-  int socket() const override { return fd_; }
-
-  bool has_buffered_input() const { return begin_ < end_; }
-  // Reads and drops `count` bytes; false if the connection ends first.
-  bool discard(uint64_t count) {
-    char sink[4096];
-    while (count > 0) {
-      ssize_t n = read(sink, static_cast<size_t>(std::min<uint64_t>(count, sizeof sink)));
-      if (n <= 0) return false;
-      count -= static_cast<uint64_t>(n);
-    }
-    return true;
-  }
-  // Sends what write() gathered; false when the peer is gone or too slow.
-  bool flush() {
-    size_t sent = 0;
-    while (sent < output_.size()) {
-      ssize_t count = ::send(fd_, output_.data() + sent, output_.size() - sent, MSG_NOSIGNAL);
-      if (count < 0 && errno == EINTR) continue;
-      if (count <= 0) break;
-      sent += static_cast<size_t>(count);
-    }
-    bool complete = sent == output_.size();
-    output_.clear();  // keeps the capacity for the next response
-    return complete;
-  }
-
- private:
-  // The socket has SO_RCVTIMEO, so a silent peer ends in EAGAIN.
-  // TCP_QUICKACK: a client that writes a request's headers and body
-  // separately with Nagle on (httplib's own client does) would otherwise wait
-  // for our delayed ACK, 40 ms, before sending the body.
-  ssize_t receive(char* data, size_t size) {
-    ssize_t count;
-    do {
-      count = ::recv(fd_, data, size, 0);
-    } while (count < 0 && errno == EINTR);
-    int on = 1;
-    ::setsockopt(fd_, IPPROTO_TCP, TCP_QUICKACK, &on, sizeof on);
-    return count;
-  }
-  bool wait_for(short events) const {
-    pollfd entry{fd_, events, 0};
-    return ::poll(&entry, 1, kIoTimeoutSeconds * 1000) > 0;
-  }
-
-  int fd_;
-  std::array<char, 16384> input_;
-  size_t begin_ = 0;
-  size_t end_ = 0;
-  std::string output_;
-  std::string remote_ip_, local_ip_;
-  int remote_port_ = -1, local_port_ = -1;
-};
-
-// httplib's worker pool, which also says how many connections wait for a thread.
-class WorkerPool final : public httplib::TaskQueue {
- public:
-  explicit WorkerPool(size_t threads) {
-    for (size_t i = 0; i < threads; ++i) threads_.emplace_back([this] { work(); });
-  }
-  void enqueue(std::function<void()> job) override {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      jobs_.push_back(std::move(job));
-      waiting_.store(jobs_.size(), std::memory_order_relaxed);
-    }
-    ready_.notify_one();
-  }
-  // Runs the jobs already queued, then joins the threads.
-  void shutdown() override {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      shutting_down_ = true;
-    }
-    ready_.notify_all();
-    for (std::thread& thread : threads_) thread.join();
-  }
-  size_t waiting() const { return waiting_.load(std::memory_order_relaxed); }
-
- private:
-  void work() {
-    for (;;) {
-      std::function<void()> job;
-      {
-        std::unique_lock<std::mutex> lock(mutex_);
-        ready_.wait(lock, [this] { return shutting_down_ || !jobs_.empty(); });
-        if (jobs_.empty()) return;
-        job = std::move(jobs_.front());
-        jobs_.pop_front();
-        waiting_.store(jobs_.size(), std::memory_order_relaxed);
-      }
-      job();
-    }
-  }
-
-  std::mutex mutex_;
-  std::condition_variable ready_;
-  std::deque<std::function<void()>> jobs_;
-  std::atomic<size_t> waiting_{0};
-  bool shutting_down_ = false;
-  std::vector<std::thread> threads_;
-};
-
-// httplib's server with our own connection loop (keep-alive that ends at once
-// on stop, yields to waiting connections, and refuses bodies early) on a
-// socket we bound ourselves (so bind errors say why).
-class HttpServer final : public httplib::Server {
- public:
-  HttpServer(int listener, size_t threads, Metrics& metrics) : metrics_(metrics) {
-    svr_sock_ = listener;
-    wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (wake_fd_ < 0) {
-      close_listener();
-      throw Error(std::string("tune serve: cannot create an eventfd (") + std::strerror(errno) + ")");
-    }
-    new_task_queue = [this, threads] {
-      auto* pool = new WorkerPool(threads);
-      pool_.store(pool);
-      return pool;
-    };
-    set_keep_alive_max_count(kRequestsBeforeYield);
-    set_keep_alive_timeout(kIdleTimeoutMs / 1000);
-    set_read_timeout(kIoTimeoutSeconds);
-    set_write_timeout(kIoTimeoutSeconds);
-  }
-  ~HttpServer() override {
-    close_listener();
-    ::close(wake_fd_);
-  }
-
-  // Ends accepting, wakes idle connections; those busy end after their request.
-  void stop_serving() {
-    stopping_.store(true);
-    uint64_t one = 1;
-    [[maybe_unused]] ssize_t written = ::write(wake_fd_, &one, sizeof one);
-    close_listener();
-  }
-  bool stopping() const { return stopping_.load(); }
-
- private:
-  void close_listener() {
-    int fd = svr_sock_.exchange(INVALID_SOCKET);
-    if (fd == INVALID_SOCKET) return;
-    ::shutdown(fd, SHUT_RDWR);  // wakes a thread blocked in accept()
-    ::close(fd);
-  }
-  bool process_and_close_socket(int sock) override;
-  bool wait_for_request(const ConnectionStream& stream) const;
-  bool others_waiting() const {
-    WorkerPool* pool = pool_.load(std::memory_order_relaxed);
-    return pool != nullptr && pool->waiting() > 0;
-  }
-
-  Metrics& metrics_;
-  int wake_fd_ = -1;
-  std::atomic<bool> stopping_{false};
-  std::atomic<WorkerPool*> pool_{nullptr};
-};
-
-void prepare_socket(int fd) {
-  ::fcntl(fd, F_SETFD, FD_CLOEXEC);
-  int on = 1;
-  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
-  timeval timeout{kIoTimeoutSeconds, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
-  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
-}
-
-// Closes after sending a response while the client may still be sending a
-// body: reading (and dropping) a bounded rest first keeps the kernel from
-// answering with a reset that could destroy the response in flight.
-void linger_and_close(int fd) {
-  ::shutdown(fd, SHUT_WR);
-  char sink[16384];
-  size_t dropped = 0;
-  auto deadline = Clock::now() + std::chrono::milliseconds(kLingerMs);
-  while (dropped < kMaxLingerBytes) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-    pollfd entry{fd, POLLIN, 0};
-    if (left <= 0 || ::poll(&entry, 1, static_cast<int>(left)) <= 0) break;
-    ssize_t count = ::recv(fd, sink, sizeof sink, 0);
-    if (count <= 0) break;
-    dropped += static_cast<size_t>(count);
-  }
-  ::close(fd);
-}
-
-bool HttpServer::process_and_close_socket(int sock) {
-  prepare_socket(sock);
-  bool linger = false;
-  {
-    ConnectionStream stream(sock);
-    for (size_t served = 0; wait_for_request(stream); ++served) {
-      t_request = RequestContext{Clock::now()};
-      bool close = stopping() || (served + 1 >= kRequestsBeforeYield && others_waiting());
-      bool closed_by_client = false;
-      metrics_.in_flight().fetch_add(1, std::memory_order_relaxed);
-      bool ok = process_request(stream, close, closed_by_client, nullptr);
-      ok = stream.flush() && ok && stream.discard(t_request.unread_body);
-      metrics_.in_flight().fetch_sub(1, std::memory_order_relaxed);
-      linger = t_request.close_connection;
-      if (!ok || close || closed_by_client || linger) break;
-    }
-  }
-  if (linger) {
-    linger_and_close(sock);
-  } else {
-    ::shutdown(sock, SHUT_RDWR);
-    ::close(sock);
-  }
-  return true;
-}
-
-// Waits for the next request of a connection; false when it should close:
-// on stop, after kIdleTimeoutMs idle, or sooner when a connection waits for
-// a thread.
-bool HttpServer::wait_for_request(const ConnectionStream& stream) const {
-  if (stream.has_buffered_input()) return !stopping();  // a pipelined request
-  pollfd entries[2] = {{stream.socket(), POLLIN, 0}, {wake_fd_, POLLIN, 0}};
-  for (int waited = 0; waited < kIdleTimeoutMs; waited += kIdleSliceMs) {
-    int ready = ::poll(entries, 2, kIdleSliceMs);
-    if (stopping() || (ready < 0 && errno != EINTR)) return false;
-    if (ready > 0) return (entries[0].revents & POLLIN) != 0;
-    if (others_waiting()) return false;
-  }
-  return false;
 }
 
 // ---- Requests --------------------------------------------------------------
