@@ -6,6 +6,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <thread>
 
@@ -562,6 +563,61 @@ TEST(CliResume, CtrlCInterruptsAndResumeFinishes) {
   status = json_of(run_tune("status stopped --storage " + storage + " --json").out);
   EXPECT_EQ(status["status"], "FINISHED");
   EXPECT_EQ(status["counts"]["TERMINATED"], 8);
+}
+
+// A PBT sweep interrupted after its first exploits: the resumed driver names
+// each exploited trial's later checkpoints after the exploits it had
+// (checkpoint_<it>_exploit<k>), so no checkpoint directory is reused.
+TEST(CliResume, PbtKeepsNamingCheckpointsApartAfterResume) {
+  TempDir dir;
+  std::string file = dir.write("pbt.yaml", R"(trainable: synthetic
+metric: loss
+mode: min
+num_samples: 4
+search: {seed: 5}
+scheduler: {type: pbt, time_attr: training_iteration, perturbation_interval: 2, seed: 3,
+            hyperparam_mutations: {x: {uniform: [0, 1]}}}
+param_space:
+  x: {uniform: [0, 1]}
+  iterations: 16
+  sleep_s: 0.05
+  checkpoint: true
+checkpoint: {num_to_keep: 2}
+)");
+  std::string storage = dir.file("store");
+  int pid = start_in_background("run " + file + " --name pbt --storage " + storage + " --quiet", dir);
+  ASSERT_GT(pid, 0);
+  bool exploited = false;
+  for (int i = 0; i < 400 && !exploited; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (!std::filesystem::exists(storage + "/tune.db")) continue;
+    auto store = Store::open(storage, true);
+    auto experiment = store->find_experiment("pbt");
+    exploited = experiment && !store->exploits(experiment->id).empty();
+  }
+  ASSERT_TRUE(exploited) << "no exploit within 20 s";
+  run_command("kill -INT " + std::to_string(pid) + "; while kill -0 " + std::to_string(pid) +
+              " 2>/dev/null; do sleep 0.05; done");
+  auto resumed = run_tune("resume pbt --storage " + storage + " --quiet");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  auto store = Store::open(storage, true);
+  auto experiment = store->find_experiment("pbt");
+  std::map<int64_t, std::vector<double>> exploit_times;  // trial row -> times of its exploits
+  for (const auto& e : store->exploits(experiment->id)) exploit_times[e.trial_id].push_back(e.time);
+  for (const auto& trial : store->trials(experiment->id)) {
+    EXPECT_EQ(trial.status, "TERMINATED");
+    std::set<std::string> paths;
+    for (const auto& c : store->checkpoints(trial.id)) {
+      EXPECT_TRUE(paths.insert(c.path).second) << c.path << " recorded twice";
+      EXPECT_TRUE(std::filesystem::is_directory(c.path)) << c.path;
+      int64_t before = 0;  // exploits of this trial before the checkpoint
+      for (double t : exploit_times[trial.id]) before += t <= c.created_at ? 1 : 0;
+      const std::string name = std::filesystem::path(c.path).filename().string();
+      const std::string expected = before == 0 ? "" : "_exploit" + std::to_string(before);
+      if (name.find("_from_") != std::string::npos) continue;  // the copy an exploit made
+      EXPECT_EQ(name.substr(std::string("checkpoint_000000").size()), expected) << c.path;
+    }
+  }
 }
 
 TEST(Embedding, TheExampleProgramTunesAndItsStoreIsQueryable) {
