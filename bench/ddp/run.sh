@@ -43,6 +43,19 @@ run() {  # run COMMAND...: appends its last stdout line (JSON) to $RUNS
   tail -n 1 <<<"$out" >>"$RUNS"
 }
 
+# The ceiling for scaling on this machine: two independent 1-rank runs at
+# once (no communication at all), their samples/s added.
+pair() {  # pair MODEL STEPS
+  note "two independent 1-rank runs of $1 side by side"
+  local a="$SCRATCH/pair_a" b="$SCRATCH/pair_b"
+  "${MPIRUN[@]}" -np 1 "$BIN" --model "$1" --steps "$2" --warmup 10 >"$a" 2>"$SCRATCH/stderr_a" &
+  local first=$!
+  "${MPIRUN[@]}" -np 1 "$BIN" --model "$1" --steps "$2" --warmup 10 >"$b" 2>"$SCRATCH/stderr_b" || {
+    cat "$SCRATCH/stderr_b" >&2; echo "bench: failed: pair $1" >&2; exit 1; }
+  wait "$first" || { cat "$SCRATCH/stderr_a" >&2; echo "bench: failed: pair $1" >&2; exit 1; }
+  "$PYTHON" -c 'import json,sys; a,b=(json.loads(open(f).read().splitlines()[-1]) for f in sys.argv[1:3]); a.update(impl="tune_pair", ranks=2, samples_per_s=a["samples_per_s"]+b["samples_per_s"]); print(json.dumps(a))' "$a" "$b" >>"$RUNS"
+}
+
 # One OpenMP thread per rank on both sides, as torchrun sets it (mp.spawn does
 # not): the OpenMP OpenBLAS otherwise starts one thread per core in threads
 # torch.set_num_threads never touched.
@@ -58,6 +71,7 @@ for i in $(seq "$REPEAT"); do
       [[ $HAVE_PEER == 1 ]] && run "$PYTHON" "$PEER" --model "$model" --ranks "$ranks" --steps "$steps" --warmup 10
     done
     run "${MPIRUN[@]}" -np 2 "$BIN" --model "$model" --steps "$steps" --warmup 10 --mpi-allreduce
+    pair "$model" "$steps"
   done
 done
 
@@ -70,7 +84,7 @@ quick, load0, load1 = sys.argv[2] == "1", sys.argv[3], sys.argv[4]
 blas = next((r["blas"] for r in runs if r.get("blas")), "unknown")
 def best(impl, model, ranks, shm=True):
     rs = [r for r in runs if r["impl"] == impl and r["model"] == model and r["ranks"] == ranks
-          and (ranks == 1 or r.get("shared_memory", True) == shm)]
+          and (ranks == 1 or impl == "tune_pair" or r.get("shared_memory", True) == shm)]
     return max(rs, key=lambda r: r["samples_per_s"]) if rs else None
 summary = {"benchmark": "ddp", "quick": quick, "load_start": load0, "load_end": load1, "blas": blas, "models": {}}
 print(f"{'model':5} {'ranks':>5} {'tune samples/s':>15} {'peer samples/s':>15} {'tune/peer':>9} "
@@ -91,12 +105,22 @@ for model in ("mlp", "cnn"):
                                  "exposed_ms": no["exposed_ms"]}
         print(f"{model:5} {'2*':>5} {no['samples_per_s']:>15,.0f} {'':>15} {'':>9} {no['allreduce_ms']:>18.3f} "
               f"{no['exposed_ms']:>16.3f}   (* MPI_Iallreduce overlapped with backward instead of shared memory)")
+    two = best("tune_pair", model, 2)
+    if two:
+        m["independent_pair"] = two["samples_per_s"]
+        print(f"{model:5} {'2x1':>5} {two['samples_per_s']:>15,.0f}   (two independent 1-rank runs side by side, "
+              "no communication: the ceiling for 2 ranks here)")
     if "1" in m and "2" in m:
         m["tune_scaling_2_over_1"] = m["2"]["tune"] / m["1"]["tune"]
+        if two:
+            m["pair_scaling_2_over_1"] = two["samples_per_s"] / m["1"]["tune"]
+            m["tune_2_over_pair"] = m["2"]["tune"] / two["samples_per_s"]
         if m["1"]["peer"] and m["2"]["peer"]:
             m["peer_scaling_2_over_1"] = m["2"]["peer"] / m["1"]["peer"]
         print(f"{model:5} scaling 2/1 ranks: tune {m['tune_scaling_2_over_1']:.2f}"
-              + (f", peer {m['peer_scaling_2_over_1']:.2f}" if "peer_scaling_2_over_1" in m else ""))
+              + (f", peer {m['peer_scaling_2_over_1']:.2f}" if "peer_scaling_2_over_1" in m else "")
+              + (f", independent pair {m['pair_scaling_2_over_1']:.2f} (tune 2 ranks = {m['tune_2_over_pair']:.2f} of it)"
+                 if "pair_scaling_2_over_1" in m else ""))
     summary["models"][model] = m
 print(f"load average at start {load0}, at end {load1} (2 shared cores: other work skews figures); BLAS {blas} (both sides)")
 print(json.dumps(summary))

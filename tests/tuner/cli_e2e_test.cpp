@@ -590,10 +590,12 @@ checkpoint: {num_to_keep: 2}
   bool exploited = false;
   for (int i = 0; i < 400 && !exploited; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    if (!std::filesystem::exists(storage + "/tune.db")) continue;
-    auto store = Store::open(storage, true);
-    auto experiment = store->find_experiment("pbt");
-    exploited = experiment && !store->exploits(experiment->id).empty();
+    try {  // the driver may still be creating the store
+      auto store = Store::open(storage, true);
+      auto experiment = store->find_experiment("pbt");
+      exploited = experiment && !store->exploits(experiment->id).empty();
+    } catch (const std::exception&) {
+    }
   }
   ASSERT_TRUE(exploited) << "no exploit within 20 s";
   run_command("kill -INT " + std::to_string(pid) + "; while kill -0 " + std::to_string(pid) +
