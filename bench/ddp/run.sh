@@ -3,7 +3,8 @@
 # (libtorch + MPI, bucketed gradient allreduce overlapped with backward) next
 # to PyTorch DDP over gloo (python3-torch 1.13), on Fashion-MNIST: MLP
 # 784-256-128-10 and CNN conv(32)-conv(64)-fc(128), batch 64 per rank, SGD
-# momentum, one intra-op thread per rank, 1 and 2 ranks. Figures: bench/ddp/README.md.
+# momentum, one intra-op thread per rank, 1 and 2 ranks, and two independent
+# 1-rank runs side by side (the ceiling for 2 ranks here). Figures: bench/ddp/README.md.
 set -euo pipefail
 # shellcheck source=bench/lib/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
