@@ -126,7 +126,7 @@ std::optional<DownMessage> decode_down(const Json& frame) {
     if (trial == frame.end() || !trial->is_object()) return std::nullopt;
     try {
       return RunMessage{TrialStart::from_json(*trial)};
-    } catch (const Json::exception&) {
+    } catch (const std::exception&) {  // Json::exception, or a field of the wrong kind
       return std::nullopt;
     }
   }

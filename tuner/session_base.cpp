@@ -3,11 +3,32 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <climits>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
+#include <stdexcept>
+#include <string>
 
 namespace tune::internal {
+namespace {
+
+// An integer field of a trial start. A peer's frame may hold a float or a
+// number out of range here; converting that would be undefined behaviour, so
+// it is a bad frame (decode_down answers nullopt).
+int64_t integer(const Json& json, const char* key, std::optional<int64_t> fallback = std::nullopt) {
+  auto it = json.find(key);
+  if (it == json.end() && fallback) return *fallback;
+  if (it == json.end()) throw std::invalid_argument(std::string("trial start without \"") + key + "\"");
+  if (it->is_number_integer() && !it->is_number_unsigned()) return it->get<int64_t>();
+  if (it->is_number_unsigned() && it->get<uint64_t>() <= static_cast<uint64_t>(INT64_MAX))
+    return static_cast<int64_t>(it->get<uint64_t>());
+  throw std::invalid_argument(std::string("trial start field \"") + key + "\" is not an integer");
+}
+
+}  // namespace
 
 Json TrialStart::to_json() const {
   Json json = {{"experiment", experiment}, {"trainable", trainable},
@@ -25,19 +46,21 @@ TrialStart TrialStart::from_json(const Json& json) {
   TrialStart start;
   start.experiment = json.at("experiment").get<std::string>();
   start.trainable = json.at("trainable").get<std::string>();
-  start.trial_index = json.at("trial_index").get<int64_t>();
+  start.trial_index = integer(json, "trial_index");
   start.trial_dir = json.at("trial_dir").get<std::string>();
   start.config = json.at("config");
-  start.iteration = json.at("iteration").get<int64_t>();
-  start.exploits = json.value("exploits", int64_t{0});
-  start.cpus = json.value("cpus", 1);
+  start.iteration = integer(json, "iteration");
+  start.exploits = integer(json, "exploits", 0);
+  const int64_t cpus = integer(json, "cpus", 1);
+  if (cpus < 1 || cpus > INT32_MAX) throw std::invalid_argument("trial start with cpus out of range");
+  start.cpus = static_cast<int>(cpus);
   if (json.contains("setup")) start.setup = json.at("setup");
   start.stream_checkpoints = json.value("stream_checkpoints", false);
   if (json.contains("checkpoint_files")) start.checkpoint_files = json.at("checkpoint_files");
   const Json& checkpoint = json.at("checkpoint");
   if (!checkpoint.is_null()) {
     start.checkpoint = Checkpoint{checkpoint.at("path").get<std::string>(),
-                                  checkpoint.at("iteration").get<int64_t>()};
+                                  integer(checkpoint, "iteration")};
   }
   return start;
 }

@@ -4,7 +4,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
+#include <string>
+#include <type_traits>
 
 #include "base/error.h"
 #include "base/names.h"
@@ -243,6 +246,30 @@ Json SweepSpec::setup() const {
   return setup;
 }
 
+namespace {
+
+// An integer of a stored spec. A hand-edited or corrupt store may hold a float
+// or a number out of T's range there; converting it would be undefined
+// behaviour, so it is an error like any other malformed spec.
+template <class T>
+T integer_value(const Json& json, const char* key, T fallback) {
+  static_assert(std::is_integral_v<T>);
+  auto it = json.find(key);
+  if (it == json.end() || it->is_null()) return fallback;
+  bool fits = false;
+  if (it->is_number_unsigned()) {
+    fits = it->get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<T>::max());
+  } else if (it->is_number_integer()) {
+    const int64_t v = it->get<int64_t>();
+    fits = v < 0 ? std::is_signed_v<T> && v >= static_cast<int64_t>(std::numeric_limits<T>::min())
+                 : static_cast<uint64_t>(v) <= static_cast<uint64_t>(std::numeric_limits<T>::max());
+  }
+  if (!fits) throw ConfigError(std::string("invalid sweep spec JSON: \"") + key + "\" is not an integer in range: " + it->dump());
+  return it->get<T>();
+}
+
+}  // namespace
+
 // Missing keys keep their defaults, so JSON written by an older tune still loads.
 SweepSpec SweepSpec::from_json(const Json& json) {
   SweepSpec s;
@@ -253,39 +280,39 @@ SweepSpec SweepSpec::from_json(const Json& json) {
     s.trainable = json.value("trainable", s.trainable);
     s.metric = json.value("metric", s.metric);
     s.mode = json.value("mode", s.mode);
-    s.num_samples = json.value("num_samples", s.num_samples);
-    s.max_concurrent_trials = json.value("max_concurrent_trials", s.max_concurrent_trials);
+    s.num_samples = integer_value(json, "num_samples", s.num_samples);
+    s.max_concurrent_trials = integer_value(json, "max_concurrent_trials", s.max_concurrent_trials);
     const Json& r = section("resources");
-    s.resources.workers = r.value("workers", s.resources.workers);
-    s.resources.cpus_per_worker = r.value("cpus_per_worker", s.resources.cpus_per_worker);
+    s.resources.workers = integer_value(r, "workers", s.resources.workers);
+    s.resources.cpus_per_worker = integer_value(r, "cpus_per_worker", s.resources.cpus_per_worker);
     s.resources.use_mpi = r.value("use_mpi", s.resources.use_mpi);
-    s.resources.gpus_per_worker = r.value("gpus_per_worker", s.resources.gpus_per_worker);
+    s.resources.gpus_per_worker = integer_value(r, "gpus_per_worker", s.resources.gpus_per_worker);
     s.resources.placement = r.value("placement", s.resources.placement);
     const Json& search = section("search");
     s.search.algorithm = search.value("algorithm", s.search.algorithm);
-    if (search.contains("seed") && !search["seed"].is_null()) s.search.seed = search["seed"].get<uint64_t>();
+    if (search.contains("seed") && !search["seed"].is_null()) s.search.seed = integer_value<uint64_t>(search, "seed", 0);
     s.search.params = search.value("params", s.search.params);
     const Json& scheduler = section("scheduler");
     s.scheduler.type = scheduler.value("type", s.scheduler.type);
     s.scheduler.params = scheduler.value("params", s.scheduler.params);
     const Json& stop = section("stop");
     if (stop.contains("training_iteration") && !stop["training_iteration"].is_null())
-      s.stop.training_iteration = stop["training_iteration"].get<int64_t>();
+      s.stop.training_iteration = integer_value<int64_t>(stop, "training_iteration", 0);
     if (stop.contains("time_budget_s") && !stop["time_budget_s"].is_null())
       s.stop.time_budget_s = stop["time_budget_s"].get<double>();
     s.stop.metric_thresholds = stop.value("metric_thresholds", s.stop.metric_thresholds);
     if (json.contains("param_space")) s.param_space = SearchSpace::from_json(json["param_space"]);
     s.points_to_evaluate = json.value("points_to_evaluate", s.points_to_evaluate);
     const Json& c = section("checkpoint");
-    s.checkpoint.num_to_keep = c.value("num_to_keep", s.checkpoint.num_to_keep);
+    s.checkpoint.num_to_keep = integer_value(c, "num_to_keep", s.checkpoint.num_to_keep);
     s.checkpoint.score_attribute = c.value("score_attribute", s.checkpoint.score_attribute);
     s.checkpoint.score_order = c.value("score_order", s.checkpoint.score_order);
     s.checkpoint.shared_filesystem = c.value("shared_filesystem", s.checkpoint.shared_filesystem);
     const Json& f = section("failure");
-    s.failure.max_failures = f.value("max_failures", s.failure.max_failures);
+    s.failure.max_failures = integer_value(f, "max_failures", s.failure.max_failures);
     if (f.contains("result_timeout_s") && !f["result_timeout_s"].is_null())
       s.failure.result_timeout_s = f["result_timeout_s"].get<double>();
-    s.failure.max_host_failures = f.value("max_host_failures", s.failure.max_host_failures);
+    s.failure.max_host_failures = integer_value(f, "max_host_failures", s.failure.max_host_failures);
     if (json.contains("data")) s.data = json["data"];
     if (json.contains("preprocess")) s.preprocess = json["preprocess"];
     if (json.contains("command")) s.command = json["command"];

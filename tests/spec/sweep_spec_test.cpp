@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <string>
+#include <vector>
 
 #include "test_util.h"
 #include "base/error.h"
@@ -317,6 +319,42 @@ TEST(SweepSpecJson, RoundTripsEverything) {
   EXPECT_EQ(defaults.to_json(), SweepSpec().to_json());
   EXPECT_FALSE(defaults.stop.training_iteration.has_value());
   EXPECT_EQ(SweepSpec::from_json(Json::object()).to_json(), SweepSpec().to_json());
+}
+
+// A stored spec (a hand-edited or corrupt tune.db) with a float or an
+// out-of-range number where an integer belongs is a one-line error, not an
+// undefined conversion to a garbage count.
+TEST(SweepSpecJson, NonIntegerCountsInAStoredSpecAreErrors) {
+  const Json good = parse_sweep(kFullExample, "sweep.yaml").to_json();
+  const std::vector<std::vector<std::string>> fields = {
+      {"num_samples"},          {"max_concurrent_trials"}, {"resources", "workers"},
+      {"resources", "cpus_per_worker"}, {"search", "seed"},       {"stop", "training_iteration"},
+      {"checkpoint", "num_to_keep"},    {"failure", "max_failures"}, {"failure", "max_host_failures"}};
+  for (const auto& path : fields) {
+    const bool is_seed = path.back() == "seed";  // uint64
+    const bool is_int64 = path.back() == "num_samples" || path.back() == "training_iteration";
+    std::vector<Json> bad = {1e114, -3e40, 2.5, "3"};
+    if (is_seed) bad.push_back(-1);
+    if (!is_seed && !is_int64) bad.push_back(int64_t{1} << 40);
+    if (!is_seed) bad.push_back(uint64_t{1} << 63);
+    for (const Json& value : bad) {
+      Json json = good;
+      Json* node = &json;
+      for (const std::string& key : path) node = &(*node)[key];
+      *node = value;
+      std::string error = "no error";
+      try {
+        SweepSpec::from_json(json);
+      } catch (const ConfigError& e) {
+        error = e.what();
+      }
+      EXPECT_NE(error.find("invalid sweep spec JSON: \"" + path.back() + "\" is not an integer in range"), std::string::npos)
+          << path.back() << " = " << value.dump() << ": " << error;
+    }
+  }
+  Json big_seed = good;
+  big_seed["search"]["seed"] = uint64_t{1} << 63;  // every uint64 is a seed
+  EXPECT_EQ(SweepSpec::from_json(big_seed).search.seed, std::optional<uint64_t>(uint64_t{1} << 63));
 }
 
 TEST(SweepSpecValidate, RepeatsTheSemanticChecksForSpecsBuiltInCpp) {

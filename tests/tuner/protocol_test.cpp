@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <thread>
+#include <vector>
 
 namespace tune::internal {
 namespace {
@@ -59,6 +60,43 @@ TEST(Protocol, MalformedMessagesDecodeToNothing) {
   EXPECT_FALSE(decode_down(Json{{"type", "run"}, {"trial", {{"experiment", "e"}}}}));  // fields missing
   EXPECT_FALSE(decode_down(Json{{"type", "verdict"}, {"continue", "yes"}}));
   EXPECT_FALSE(decode_down(Json{{"type", "result"}, {"metrics", {}}, {"checkpoint", ""}}));
+}
+
+// A run message whose integer fields hold floats or numbers out of range is a
+// bad frame, not a trial started at a garbage index (the fuzzer found
+// "trial_index": 1e114 converted to int64_t: undefined behaviour).
+TEST(Protocol, ARunMessageWithNonIntegerNumbersDecodesToNothing) {
+  TrialStart trial;
+  trial.experiment = "e";
+  trial.trainable = "t";
+  trial.trial_index = 7;
+  trial.trial_dir = "/tmp/x";
+  trial.iteration = 3;
+  trial.exploits = 1;
+  trial.checkpoint = Checkpoint{"/tmp/x/checkpoint_000003", 3};
+  const Json good = encode(DownMessage{RunMessage{trial}});
+  ASSERT_TRUE(decode_down(good));
+  const std::vector<Json> bad_numbers = {1e114, -1e114, 2.5, Json(uint64_t{1} << 63), "7", nullptr};
+  for (const char* field : {"trial_index", "iteration", "exploits", "cpus"}) {
+    for (const Json& bad : bad_numbers) {
+      Json frame = good;
+      frame["trial"][field] = bad;
+      EXPECT_FALSE(decode_down(frame)) << field << " = " << bad.dump();
+    }
+  }
+  for (const Json& bad : bad_numbers) {
+    Json frame = good;
+    frame["trial"]["checkpoint"]["iteration"] = bad;
+    EXPECT_FALSE(decode_down(frame)) << "checkpoint.iteration = " << bad.dump();
+  }
+  Json zero_cpus = good;
+  zero_cpus["trial"]["cpus"] = 0;
+  EXPECT_FALSE(decode_down(zero_cpus));
+  Json old_peer = good;  // a frame from before "exploits" existed still decodes
+  old_peer["trial"].erase("exploits");
+  auto decoded = decode_down(old_peer);
+  ASSERT_TRUE(decoded);
+  EXPECT_EQ(std::get<RunMessage>(*decoded).trial.exploits, 0);
 }
 
 TEST(Protocol, FramesAreExactAndBounded) {
