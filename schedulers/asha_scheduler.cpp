@@ -187,14 +187,15 @@ class AshaScheduler : public Scheduler {
     for (size_t b = 0; b < brackets.size() && b < brackets_.size(); ++b) {
       for (size_t k = 0; k < brackets[b].size() && k < brackets_[b].size(); ++k) {
         AshaRung& rung = brackets_[b][k];
-        for (const auto& [trial, score] : brackets[b][k].at("recorded").get<std::vector<std::pair<int64_t, double>>>())
-          rung.record(trial, score);
-        for (int64_t trial : brackets[b][k].at("promoted").get<std::vector<int64_t>>()) rung.promote(trial);
+        for (const Json& pair : brackets[b][k].at("recorded"))
+          rung.record(json_integer<int64_t>(pair.at(0)), pair.at(1).get<double>());
+        for (const Json& trial : brackets[b][k].at("promoted")) rung.promote(json_integer<int64_t>(trial));
       }
     }
-    for (const auto& pair : state.at("bracket_of")) bracket_of_[pair[0].get<int64_t>()] = pair[1].get<int>();
-    added_ = state.at("added").get<int64_t>();
-    for (int64_t trial : state.at("ended").get<std::vector<int64_t>>()) forget(trial);
+    for (const auto& pair : state.at("bracket_of"))
+      bracket_of_[json_integer<int64_t>(pair.at(0))] = json_integer<int>(pair.at(1));
+    added_ = json_integer<int64_t>(state.at("added"));
+    for (const Json& trial : state.at("ended")) forget(json_integer<int64_t>(trial));
   }
 
  private:

@@ -120,9 +120,10 @@ class HyperBandScheduler : public Scheduler {
     brackets_.clear();
     where_.clear();
     for (const Json& jb : state.at("brackets")) {
-      Bracket b{band_[brackets_.size() % band_.size()], jb.at("capacity").get<int64_t>(), jb.at("rung").get<size_t>(), {}};
+      Bracket b{band_[brackets_.size() % band_.size()], json_integer<int64_t>(jb.at("capacity")),
+                json_integer<size_t>(jb.at("rung")), {}};
       for (const Json& jm : jb.at("members")) {
-        Member m{jm[0].get<int64_t>(), jm[1].get<double>(), static_cast<Member::State>(jm[2].get<int>())};
+        Member m{json_integer<int64_t>(jm.at(0)), jm.at(1).get<double>(), static_cast<Member::State>(json_integer<int>(jm.at(2)))};
         where_[m.trial] = brackets_.size();
         b.members.push_back(m);
       }

@@ -65,7 +65,7 @@ class MedianStoppingRule : public Scheduler {
 
   void restore_state(const Json& state) override {
     for (const Json& item : state) {
-      History& h = history_[item[0].get<int64_t>()];
+      History& h = history_[json_integer<int64_t>(item.at(0))];
       h.points = item[1].get<std::vector<std::pair<double, double>>>();
       h.last_check = item[2].get<double>();
       for (const auto& p : h.points) h.best = std::max(h.best, p.second);

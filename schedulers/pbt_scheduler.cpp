@@ -155,7 +155,7 @@ Json PbtScheduler::save_state() const {
 void PbtScheduler::restore_state(const Json& state) {
   members_.clear();
   for (const Json& j : state.at("members")) {
-    Member& m = members_[j.at("trial").get<int64_t>()];
+    Member& m = members_[json_integer<int64_t>(j.at("trial"))];
     m.config = j.at("config");
     m.score = j.at("score").is_null() ? NAN : j.at("score").get<double>();
     m.last_perturb = j.at("last_perturb").get<double>();
@@ -163,8 +163,8 @@ void PbtScheduler::restore_state(const Json& state) {
     m.alive = j.at("alive").get<bool>();
     m.waiting = j.at("waiting").get<bool>();
     if (!j.at("plan").is_null())
-      m.plan = TrialDecision{static_cast<TrialAction>(j["plan"]["action"].get<int>()), j["plan"]["donor"].get<int64_t>(),
-                             j["plan"]["config"]};
+      m.plan = TrialDecision{static_cast<TrialAction>(json_integer<int>(j["plan"].at("action"))),
+                             json_integer<int64_t>(j["plan"].at("donor")), j["plan"]["config"]};
     m.history = j.at("history").get<std::vector<std::pair<double, double>>>();
   }
   std::istringstream rng(state.at("rng").get<std::string>());

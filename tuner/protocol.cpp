@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <climits>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -50,10 +49,12 @@ Overloaded(F...) -> Overloaded<F...>;
 
 std::optional<int> int_field(const Json& frame, const char* key) {
   auto it = frame.find(key);
-  if (it == frame.end() || !it->is_number_integer()) return std::nullopt;
-  const int64_t v = it->get<int64_t>();
-  if (v < INT32_MIN || v > INT32_MAX) return std::nullopt;
-  return static_cast<int>(v);
+  if (it == frame.end()) return std::nullopt;
+  try {
+    return json_integer<int>(*it);
+  } catch (const Error&) {
+    return std::nullopt;
+  }
 }
 
 std::optional<std::string> string_field(const Json& frame, const char* key) {

@@ -4,13 +4,14 @@
 #include <unistd.h>
 
 #include <climits>
-#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
-#include <stdexcept>
 #include <string>
+
+#include "base/error.h"
+#include "base/json.h"
 
 namespace tune::internal {
 namespace {
@@ -21,11 +22,8 @@ namespace {
 int64_t integer(const Json& json, const char* key, std::optional<int64_t> fallback = std::nullopt) {
   auto it = json.find(key);
   if (it == json.end() && fallback) return *fallback;
-  if (it == json.end()) throw std::invalid_argument(std::string("trial start without \"") + key + "\"");
-  if (it->is_number_integer() && !it->is_number_unsigned()) return it->get<int64_t>();
-  if (it->is_number_unsigned() && it->get<uint64_t>() <= static_cast<uint64_t>(INT64_MAX))
-    return static_cast<int64_t>(it->get<uint64_t>());
-  throw std::invalid_argument(std::string("trial start field \"") + key + "\" is not an integer");
+  if (it == json.end()) throw Error(std::string("trial start without \"") + key + "\"");
+  return json_integer<int64_t>(*it);
 }
 
 }  // namespace
@@ -52,7 +50,7 @@ TrialStart TrialStart::from_json(const Json& json) {
   start.iteration = integer(json, "iteration");
   start.exploits = integer(json, "exploits", 0);
   const int64_t cpus = integer(json, "cpus", 1);
-  if (cpus < 1 || cpus > INT32_MAX) throw std::invalid_argument("trial start with cpus out of range");
+  if (cpus < 1 || cpus > INT32_MAX) throw Error("trial start with cpus out of range");
   start.cpus = static_cast<int>(cpus);
   if (json.contains("setup")) start.setup = json.at("setup");
   start.stream_checkpoints = json.value("stream_checkpoints", false);

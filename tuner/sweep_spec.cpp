@@ -4,10 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <random>
 #include <string>
-#include <type_traits>
 
 #include "base/error.h"
 #include "base/names.h"
@@ -253,19 +251,13 @@ namespace {
 // behaviour, so it is an error like any other malformed spec.
 template <class T>
 T integer_value(const Json& json, const char* key, T fallback) {
-  static_assert(std::is_integral_v<T>);
   auto it = json.find(key);
   if (it == json.end() || it->is_null()) return fallback;
-  bool fits = false;
-  if (it->is_number_unsigned()) {
-    fits = it->get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<T>::max());
-  } else if (it->is_number_integer()) {
-    const int64_t v = it->get<int64_t>();
-    fits = v < 0 ? std::is_signed_v<T> && v >= static_cast<int64_t>(std::numeric_limits<T>::min())
-                 : static_cast<uint64_t>(v) <= static_cast<uint64_t>(std::numeric_limits<T>::max());
+  try {
+    return json_integer<T>(*it);
+  } catch (const Error&) {
+    throw ConfigError(std::string("invalid sweep spec JSON: \"") + key + "\" is not an integer in range: " + it->dump());
   }
-  if (!fits) throw ConfigError(std::string("invalid sweep spec JSON: \"") + key + "\" is not an integer in range: " + it->dump());
-  return it->get<T>();
 }
 
 }  // namespace

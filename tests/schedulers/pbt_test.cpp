@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <iostream>
 #include <random>
 
@@ -304,6 +305,50 @@ TEST(SchedulerState, RestoredSchedulersContinueTheSameDecisions) {
                                    {"hyperparam_mutations", {{"x", {{"uniform", {0, 1}}}}}}});
   expect_restore_continues("pbt", {{"time_attr", "training_iteration"}, {"perturbation_interval", 5}, {"synch", true},
                                    {"hyperparam_mutations", {{"x", {0.1, 0.5, 0.9}}}}});
+}
+
+// Every integer of a saved state, one at a time, made a float out of range (a
+// corrupt or hand-edited tune.db): restoring is a one-line tune::Error, never
+// an undefined conversion (UBSan in scripts/sanitize.sh would abort on one).
+void expect_corrupt_integers_are_errors(const std::string& type, const Json& params) {
+  auto a = make_scheduler(type, params, "loss", "min");
+  std::mt19937_64 rng(3);
+  std::uniform_real_distribution<double> u(0, 1);
+  std::vector<int64_t> iteration(8, 0);
+  for (int i = 0; i < 8; ++i) a->on_trial_add(i, {{"x", u(rng)}});
+  for (int step = 0; step < 120; ++step) {
+    const int trial = static_cast<int>(rng() % 8);
+    iteration[trial] += 1;
+    a->on_checkpoint(trial, iteration[trial]);
+    (void)a->on_result(trial, {{"training_iteration", iteration[trial]}, {"time_total_s", iteration[trial] * 1.5},
+                               {"loss", u(rng) + 1.0 / iteration[trial]}});
+    if (step % 10 == 9) a->on_trial_complete(static_cast<int64_t>(rng() % 8), nullptr);
+  }
+  const Json saved = Json::parse(a->save_state().dump());
+  std::vector<Json::json_pointer> integers;
+  std::function<void(const Json&, const Json::json_pointer&)> walk = [&](const Json& j, const Json::json_pointer& at) {
+    if (j.is_number_integer()) integers.push_back(at);
+    if (j.is_array())
+      for (size_t i = 0; i < j.size(); ++i) walk(j[i], at / i);
+    if (j.is_object() && at.to_string().find("/config") == std::string::npos)  // configs are the user's values
+      for (const auto& [key, value] : j.items()) walk(value, at / key);
+  };
+  walk(saved, Json::json_pointer());
+  ASSERT_FALSE(integers.empty()) << type;
+  for (const auto& at : integers) {
+    Json corrupt = saved;
+    corrupt[at] = 1e114;
+    auto b = make_scheduler(type, params, "loss", "min");
+    EXPECT_THROW(b->restore_state(corrupt), Error) << type << " " << at.to_string();
+  }
+}
+
+TEST(SchedulerState, AFloatWhereTheStateHoldsAnIntegerIsAnError) {
+  expect_corrupt_integers_are_errors("asha", {{"reduction_factor", 3}, {"max_t", 27}, {"brackets", 2}});
+  expect_corrupt_integers_are_errors("hyperband", {{"max_t", 27}, {"reduction_factor", 3}});
+  expect_corrupt_integers_are_errors("median_stopping", {{"time_attr", "training_iteration"}, {"grace_period", 3}});
+  expect_corrupt_integers_are_errors("pbt", {{"time_attr", "training_iteration"}, {"perturbation_interval", 5},
+                                             {"hyperparam_mutations", {{"x", {{"uniform", {0, 1}}}}}}});
 }
 
 }  // namespace
