@@ -19,7 +19,7 @@ std::string frame_of(const std::string& body) {
   return frame + body;
 }
 
-TEST(Protocol, EveryMessageRoundTrips) {
+TrialStart sample_trial() {
   TrialStart trial;
   trial.experiment = "e";
   trial.trainable = "t";
@@ -27,7 +27,13 @@ TEST(Protocol, EveryMessageRoundTrips) {
   trial.trial_dir = "/tmp/x";
   trial.config = {{"lr", 0.1}};
   trial.iteration = 3;
+  trial.exploits = 1;
   trial.checkpoint = Checkpoint{"/tmp/x/checkpoint_000003", 3};
+  return trial;
+}
+
+TEST(Protocol, EveryMessageRoundTrips) {
+  TrialStart trial = sample_trial();
   trial.setup = {{"data", {{"path", "a.csv"}}}, {"preprocess", nullptr}};
   auto run = decode_down(encode(DownMessage{RunMessage{trial}}));
   ASSERT_TRUE(run && std::holds_alternative<RunMessage>(*run));
@@ -66,15 +72,7 @@ TEST(Protocol, MalformedMessagesDecodeToNothing) {
 // bad frame, not a trial started at a garbage index (the fuzzer found
 // "trial_index": 1e114 converted to int64_t: undefined behaviour).
 TEST(Protocol, ARunMessageWithNonIntegerNumbersDecodesToNothing) {
-  TrialStart trial;
-  trial.experiment = "e";
-  trial.trainable = "t";
-  trial.trial_index = 7;
-  trial.trial_dir = "/tmp/x";
-  trial.iteration = 3;
-  trial.exploits = 1;
-  trial.checkpoint = Checkpoint{"/tmp/x/checkpoint_000003", 3};
-  const Json good = encode(DownMessage{RunMessage{trial}});
+  const Json good = encode(DownMessage{RunMessage{sample_trial()}});
   ASSERT_TRUE(decode_down(good));
   const std::vector<Json> bad_numbers = {1e114, -1e114, 2.5, Json(uint64_t{1} << 63), "7", nullptr};
   for (const char* field : {"trial_index", "iteration", "exploits", "cpus"}) {
