@@ -132,11 +132,11 @@ void synthetic_trainable(Session& session) {
 void register_builtin_trainables() {
   static bool done = [] {
     register_trainable("branin", branin_trainable,
-                       {true, "Branin function of x0, x1 with noise shrinking per iteration"});
+                       {true, "Branin function of x0, x1 with noise shrinking per iteration", {}});
     register_trainable("hartmann6", hartmann6_trainable,
-                       {true, "Hartmann6 function of x0..x5 with noise shrinking per iteration"});
+                       {true, "Hartmann6 function of x0..x5 with noise shrinking per iteration", {}});
     register_trainable("synthetic", synthetic_trainable,
-                       {true, "configurable curve for tests and benchmarks"});
+                       {true, "configurable curve for tests and benchmarks", {}});
     return true;
   }();
   (void)done;

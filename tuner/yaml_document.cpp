@@ -124,7 +124,7 @@ class Builder : public YAML::EventHandler {
   void OnNull(const YAML::Mark& mark, YAML::anchor_t anchor) override {
     const int line = line_of(mark);
     budget(line, 1);
-    Node node{OrderedJson(nullptr), line, anchor, 1};
+    Node node{OrderedJson(nullptr), line, anchor, 1, {}};
     node.null = true;
     add(std::move(node));
   }
@@ -138,7 +138,7 @@ class Builder : public YAML::EventHandler {
       fail(line, "unknown alias");
     }
     budget(line, it->second.nodes);
-    add(Node{it->second.value, line, 0, it->second.nodes});
+    add(Node{it->second.value, line, 0, it->second.nodes, {}});
   }
 
   void OnScalar(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,
@@ -150,7 +150,7 @@ class Builder : public YAML::EventHandler {
     if (tag == "!" && !mark.is_null() && !quote_closed(static_cast<size_t>(mark.pos)))
       fail(line, "unterminated quoted string (no closing quote before the end of the file)");
     budget(line, 1);
-    Node node{OrderedJson(nullptr), line, anchor, 1};
+    Node node{OrderedJson(nullptr), line, anchor, 1, {}};
     node.quoted = tag == "!" || tag == "tag:yaml.org,2002:str";
     node.value = node.quoted ? OrderedJson(value) : plain_scalar(value);
     node.text = value;
@@ -264,7 +264,7 @@ class Builder : public YAML::EventHandler {
     frames_.pop_back();
     if (frame.value.is_object() && frame.has_key) fail(frame.key_line, "key '" + frame.key + "' has no value");
     if (!frame.merges.empty()) splice_merges(frame);
-    add(Node{std::move(frame.value), frame.line, frame.anchor, frame.nodes});
+    add(Node{std::move(frame.value), frame.line, frame.anchor, frame.nodes, {}});
   }
 
   // `<<: *defaults` (or a list of them): the merged mappings' keys that the
