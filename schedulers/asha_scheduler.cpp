@@ -137,6 +137,22 @@ class AshaScheduler : public Scheduler {
     return decision;
   }
 
+  // With iterations as the time attribute: only at the first rung of its
+  // bracket the trial has reached and not yet recorded, at max_t, and anywhere
+  // while backfilled (it may be paused for ASHA's own work).
+  bool may_decide(int64_t trial, int64_t training_iteration) const override {
+    if (time_attr_ != "training_iteration") return true;
+    const auto bracket = bracket_of_.find(trial);
+    if (bracket == bracket_of_.end()) return true;
+    const auto progress = progress_.find(trial);
+    if (progress != progress_.end() && progress->second.backfill) return true;
+    const auto t = static_cast<double>(training_iteration);
+    if (t >= max_t_ && stop_last_) return true;
+    for (const AshaRung& rung : brackets_[static_cast<size_t>(bracket->second)])
+      if (t >= rung.milestone && !rung.has(trial)) return true;
+    return false;
+  }
+
   void on_no_more_trials() override { no_more_trials_ = true; }
 
   void on_checkpoint(int64_t trial, int64_t iteration) override {

@@ -8,6 +8,7 @@ namespace {
 class FifoScheduler : public Scheduler {
  public:
   TrialDecision on_result(int64_t, const Json&) override { return TrialDecision::next(); }
+  bool may_decide(int64_t, int64_t) const override { return false; }
 };
 
 }  // namespace

@@ -57,6 +57,16 @@ class MedianStoppingRule : public Scheduler {
     return h.best < median ? TrialDecision::stop() : TrialDecision::next();
   }
 
+  // With iterations as the time attribute: only from the grace period on,
+  // every min_time_slice.
+  bool may_decide(int64_t trial, int64_t training_iteration) const override {
+    if (time_attr_ != "training_iteration") return true;
+    const auto t = static_cast<double>(training_iteration);
+    const auto h = history_.find(trial);
+    const double last_check = h == history_.end() ? -1e300 : h->second.last_check;
+    return !(t < grace_ || t - last_check < min_slice_);
+  }
+
   Json save_state() const override {
     Json state = Json::array();
     for (const auto& [trial, h] : history_) state.push_back({trial, h.points, h.last_check});

@@ -121,6 +121,15 @@ TrialDecision PbtScheduler::on_result(int64_t trial, const Json& result) {
   return decide(trial, t);
 }
 
+// With iterations as the time attribute: only at a perturbation.
+bool PbtScheduler::may_decide(int64_t trial, int64_t training_iteration) const {
+  if (time_attr_ != "training_iteration") return true;
+  const auto m = members_.find(trial);
+  if (m == members_.end()) return true;
+  const auto t = static_cast<double>(training_iteration);
+  return !(t < burn_in_ || t - m->second.last_perturb < interval_);
+}
+
 std::optional<int64_t> PbtScheduler::choose_trial_to_run(const std::vector<int64_t>& paused) {
   for (int64_t trial : paused) {
     auto it = members_.find(trial);

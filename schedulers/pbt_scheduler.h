@@ -40,6 +40,7 @@ class PbtScheduler : public Scheduler {
   void on_trial_complete(int64_t trial, const Json&) override { end(trial); }
   void on_trial_error(int64_t trial) override { end(trial); }
   TrialDecision on_result(int64_t trial, const Json& result) override;
+  bool may_decide(int64_t trial, int64_t training_iteration) const override;
   std::optional<int64_t> choose_trial_to_run(const std::vector<int64_t>& paused) override;
   TrialDecision on_trial_resume(int64_t trial) override;
   Json save_state() const override;

@@ -72,6 +72,13 @@ class Scheduler {
   // False while the scheduler wants paused trials resolved before new ones
   // start (synchronous HyperBand / PBT). Default: true.
   virtual bool can_start_new_trial() const { return true; }
+  // Whether on_result() for this trial's result at `training_iteration` may
+  // return anything but kContinue, whatever else the result holds. Where it
+  // cannot, the driver lets the trial report that result without waiting for
+  // the answer (RunConfig::run_ahead; the answer is still committed first and
+  // read at the trial's next report). A wrong false costs one iteration, never
+  // a decision. Default: true (every result may be decided on).
+  virtual bool may_decide(int64_t /*trial_index*/, int64_t /*training_iteration*/) const { return true; }
   // State to persist for `tune resume` (null if stateless) and its restore.
   virtual Json save_state() const { return nullptr; }
   virtual void restore_state(const Json& /*state*/) {}

@@ -7,8 +7,12 @@
 //   });
 //
 // report() blocks until the driver has durably recorded the result and decided
-// what the trial does next. When the trial must stop (stop criteria, scheduler,
-// sweep ending) report() throws tune::TrialStopped; let it propagate (it does
+// what the trial does next, except where nothing can be decided on it (no stop
+// criterion reaches it, the scheduler acts at other iterations, no checkpoint
+// comes with it, iterations are short): then it returns at once and the next
+// report() first waits for that answer (RunConfig::run_ahead). When the trial
+// must stop (stop criteria, scheduler, sweep ending) report() throws
+// tune::TrialStopped; let it propagate (it does
 // not derive from std::exception, so `catch (const std::exception&)` in user
 // code does not swallow it). Any other exception escaping the trainable marks
 // the trial ERROR (retried per failure.max_failures); so does a NaN metric.

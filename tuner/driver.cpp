@@ -243,21 +243,17 @@ std::optional<int64_t> Driver::next_trial() {
   }
 }
 
+// The attempt starts first and its rows follow in the same transaction (it
+// commits before the trial can learn anything): a trial waits only for what
+// it needs.
 void Driver::start(TrialState& trial, const Placement& placement) {
   const double now = clock_.now();
   trial.attempt += 1;
   trial.status = kRunning;
   trial.attempt_started = trial.last_report = now;
   trial.iteration = trial.checkpoint ? trial.checkpoint->iteration : 0;
-  store_->set_trial_status(trial.row, kRunning, clock_.unix_time());
   const AttemptId attempt{trial.index, trial.attempt};
   live_[attempt] = placement;
-  Json hosts = Json::array();
-  for (const auto& share : placement.hosts) hosts.push_back(share.host.empty() ? std::string("localhost") : share.host);
-  store_->add_event(experiment_.id, trial.row, "trial_started",
-                    {{"attempt", trial.attempt}, {"iteration", trial.iteration}, {"host", hosts.empty() ? Json("") : hosts[0]},
-                     {"hosts", hosts}},
-                    clock_.unix_time());
 
   TrialStart start;
   start.experiment = sweep_.spec.name;
@@ -270,8 +266,28 @@ void Driver::start(TrialState& trial, const Placement& placement) {
   start.checkpoint = trial.checkpoint;
   start.cpus = sweep_.spec.resources.cpus_per_worker;
   start.setup = sweep_.spec.setup();
-  std::filesystem::create_directories(start.trial_dir);
+  start.run_ahead = next_result_runs_ahead(trial);
+  std::filesystem::create_directories(start.trial_dir);  // a stat when make_next_trial_dir made it
   executor_->start(attempt, std::move(start), placement);
+
+  store_->set_trial_status(trial.row, kRunning, clock_.unix_time());
+  Json hosts = Json::array();
+  for (const auto& share : placement.hosts) hosts.push_back(share.host.empty() ? std::string("localhost") : share.host);
+  store_->add_event(experiment_.id, trial.row, "trial_started",
+                    {{"attempt", trial.attempt}, {"iteration", trial.iteration}, {"host", hosts.empty() ? Json("") : hosts[0]},
+                     {"hosts", hosts}},
+                    clock_.unix_time());
+}
+
+// The next new trial's folder, made while no trial waits on the driver (after
+// a batch's answers): the start then finds it, which keeps a mkdir (~0.1 ms
+// here, the largest part of starting a trial) out of the gap between one
+// trial's end and the next one's start. finish() removes it if no trial came.
+void Driver::make_next_trial_dir() {
+  if (searcher_done_ || stopping_ || ready_dir_ == next_index_) return;
+  ready_dir_ = next_index_;
+  std::error_code ec;
+  std::filesystem::create_directories(experiment_dir_ / trial_name(ready_dir_), ec);
 }
 
 bool Driver::step(std::chrono::microseconds max_wait) {
@@ -299,6 +315,7 @@ bool Driver::step(std::chrono::microseconds max_wait) {
     for (auto& [reply, verdict] : replies) {
       if (reply) reply(verdict);
     }
+    make_next_trial_dir();
   }
   housekeeping();
   return true;
@@ -390,6 +407,10 @@ void Driver::finish() {
   txn.commit();
   executor_->shutdown();
   executor_.reset();
+  if (ready_dir_ >= next_index_) {
+    std::error_code ec;
+    std::filesystem::remove(experiment_dir_ / trial_name(ready_dir_), ec);  // only if it is still empty
+  }
   release_lease();
   if (report_) report_->finish();  // shows the end: the open page stops reloading
   if (run_.verbose) print_progress(true);

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <chrono>
+#include <cmath>
 #include <deque>
 #include <filesystem>
 #include <map>
@@ -100,6 +101,8 @@ class Driver {
   Verdict on_result(TrialState& trial, TrialEvent& event);
   void record_checkpoint(TrialState& trial, const std::string& path);
   bool stop_criteria_met(const TrialState& trial, const Json& result) const;
+  bool next_result_runs_ahead(const TrialState& trial) const;
+  void make_next_trial_dir();
   TrialDecision decide(const TrialState& trial, const Json& result);
   TrialDecision vetted(int64_t trial, TrialDecision decision) const;
   void apply(TrialState& trial, const TrialDecision& decision);
@@ -126,12 +129,14 @@ class Driver {
   std::unique_ptr<TrialExecutor> executor_;
   ResourcePool pool_;
   std::unique_ptr<LiveReport> report_;  // with run.report_path
+  double last_iteration_s_ = INFINITY;  // time_this_iter_s of the latest result of any trial
 
   std::map<int64_t, TrialState> trials_;
   std::map<AttemptId, Placement> live_;  // attempts started and not yet ended
   std::deque<int64_t> pending_;          // retries and exploits: started first
   std::set<int64_t> paused_;             // PAUSED, resumed when the scheduler picks them
   int64_t next_index_ = 0;
+  int64_t ready_dir_ = -1;  // the trial folder made ahead for next_index_ (make_next_trial_dir)
   bool searcher_done_ = false;
   bool state_changed_ = false;  // a pause/exploit in this batch: save scheduler state now
   bool stopping_ = false, interrupted_ = false;

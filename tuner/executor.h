@@ -12,8 +12,9 @@
 //   are pushed to the EventSink from any thread.
 // - A kResult event's `reply` must be called exactly once, by the driver,
 //   after the batch holding the result is committed; the trial's process or
-//   thread waits for it. kContinue lets the trial go on; kStop ends it (its
-//   next step is to stop and report kEnded with stopped = true).
+//   thread waits for it (kRunAhead answers let it send one more result first:
+//   SessionBase::report). kContinue and kRunAhead let the trial go on; kStop
+//   ends it (its next step is to stop and report kEnded with stopped = true).
 // - The attempt's Placement (slots on hosts) is the driver's; the executor
 //   runs the attempt's ranks there.
 #pragma once

@@ -84,7 +84,9 @@ Json encode(const DownMessage& message) {
   return std::visit(Overloaded{
                         [](const RunMessage& m) -> Json { return {{"type", "run"}, {"trial", m.trial.to_json()}}; },
                         [](const VerdictMessage& m) -> Json {
-                          return {{"type", "verdict"}, {"continue", m.verdict == Verdict::kContinue}};
+                          return {{"type", "verdict"},
+                                  {"continue", m.verdict != Verdict::kStop},
+                                  {"ahead", m.verdict == Verdict::kRunAhead}};
                         },
                         [](const ShutdownMessage&) -> Json { return {{"type", "shutdown"}}; },
                     },
@@ -134,7 +136,11 @@ std::optional<DownMessage> decode_down(const Json& frame) {
   if (*type == "verdict") {
     auto go_on = frame.find("continue");
     if (go_on == frame.end() || !go_on->is_boolean()) return std::nullopt;
-    return VerdictMessage{go_on->get<bool>() ? Verdict::kContinue : Verdict::kStop};
+    auto ahead = frame.find("ahead");
+    const bool run_ahead = ahead != frame.end() && ahead->is_boolean() && ahead->get<bool>();
+    if (ahead != frame.end() && !ahead->is_boolean()) return std::nullopt;
+    if (!go_on->get<bool>()) return run_ahead ? std::nullopt : std::optional<DownMessage>(VerdictMessage{Verdict::kStop});
+    return VerdictMessage{run_ahead ? Verdict::kRunAhead : Verdict::kContinue};
   }
   if (*type == "shutdown") return ShutdownMessage{};
   return std::nullopt;

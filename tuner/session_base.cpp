@@ -35,7 +35,7 @@ Json TrialStart::to_json() const {
                {"exploits", exploits},
                {"cpus", cpus},             {"checkpoint", nullptr},
                {"setup", setup},           {"stream_checkpoints", stream_checkpoints},
-               {"checkpoint_files", checkpoint_files}};
+               {"checkpoint_files", checkpoint_files}, {"run_ahead", run_ahead}};
   if (checkpoint) json["checkpoint"] = {{"path", checkpoint->path}, {"iteration", checkpoint->iteration}};
   return json;
 }
@@ -55,6 +55,7 @@ TrialStart TrialStart::from_json(const Json& json) {
   if (json.contains("setup")) start.setup = json.at("setup");
   start.stream_checkpoints = json.value("stream_checkpoints", false);
   if (json.contains("checkpoint_files")) start.checkpoint_files = json.at("checkpoint_files");
+  start.run_ahead = json.value("run_ahead", false);
   const Json& checkpoint = json.at("checkpoint");
   if (!checkpoint.is_null()) {
     start.checkpoint = Checkpoint{checkpoint.at("path").get<std::string>(),
@@ -84,14 +85,15 @@ void log_ack(const TrialStart& start, int64_t iteration, Verdict verdict) {
   static const char* const path = std::getenv("TUNE_ACK_LOG");
   if (!path || !*path) return;
   const std::string line = start.experiment + " " + std::to_string(start.trial_index) + " " +
-                           std::to_string(iteration) + (verdict == Verdict::kContinue ? " c\n" : " s\n");
+                           std::to_string(iteration) + (verdict == Verdict::kStop ? " s\n" : " c\n");
   const int fd = ::open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) return;
   (void)!::write(fd, line.data(), line.size());  // unbuffered: in the file once write returns
   ::close(fd);
 }
 
-SessionBase::SessionBase(TrialStart start) : start_(std::move(start)), iteration_(start_.iteration) {}
+SessionBase::SessionBase(TrialStart start)
+    : start_(std::move(start)), iteration_(start_.iteration), run_ahead_(start_.run_ahead) {}
 
 std::string SessionBase::trial_name() const { return internal::trial_name(start_.trial_index); }
 
@@ -106,10 +108,29 @@ std::string SessionBase::make_checkpoint_dir() {
   return dir.string();
 }
 
+// At most one result is in flight: the answer to the one before is read
+// before a result is sent. A result with a checkpoint always waits for its
+// answer (the trainable may reuse what it wrote once report() returns).
 void SessionBase::report(const Json& metrics, const std::string& checkpoint_dir) {
-  const Verdict verdict = exchange(metrics, checkpoint_dir);
+  if (std::optional<Verdict> earlier = settle(); earlier == Verdict::kStop) throw TrialStopped{};
+  const bool ahead = run_ahead_ && checkpoint_dir.empty();
+  if (!send(metrics, checkpoint_dir)) throw TrialStopped{};
   ++iteration_;
-  if (verdict != Verdict::kContinue) throw TrialStopped{};
+  if (ahead) {
+    in_flight_ = true;
+    return;
+  }
+  const Verdict verdict = await_answer(iteration_);
+  run_ahead_ = verdict == Verdict::kRunAhead;
+  if (verdict == Verdict::kStop) throw TrialStopped{};
+}
+
+std::optional<Verdict> SessionBase::settle() {
+  if (!in_flight_) return std::nullopt;
+  in_flight_ = false;
+  const Verdict verdict = await_answer(iteration_);
+  run_ahead_ = verdict == Verdict::kRunAhead;
+  return verdict;
 }
 
 }  // namespace tune::internal

@@ -8,8 +8,13 @@
 namespace tune::internal {
 
 // The driver's answer to a result: the trial goes on, or stops (report()
-// then throws TrialStopped).
-enum class Verdict { kContinue, kStop };
+// then throws TrialStopped). kRunAhead: it goes on, and nothing can be decided
+// on its next result (no stop criterion reaches it, the scheduler acts at
+// other iterations), so that report() sends its result and returns without
+// waiting for the answer; the report after it (or the end of the attempt)
+// reads the answer first. A kStop found there stops the trial one iteration
+// late: the hint is only an optimisation, never a promise about the answer.
+enum class Verdict { kContinue, kStop, kRunAhead };
 
 // What the driver sends to start (or restart) a trial.
 struct TrialStart {
@@ -31,6 +36,8 @@ struct TrialStart {
   // over the connection (its files listed here) instead of at checkpoint->path.
   bool stream_checkpoints = false;
   Json checkpoint_files;
+  // The attempt's first result may run ahead (see Verdict::kRunAhead).
+  bool run_ahead = false;
 
   Json to_json() const;
   static TrialStart from_json(const Json& json);
@@ -52,12 +59,25 @@ class SessionBase : public Session {
   int cpus() const override { return start_.cpus; }
   const Json& setup() const override { return start_.setup; }
 
+  // Reads the answer to a result that ran ahead, if one is outstanding (an
+  // attempt's connection must carry nothing unread when it ends). Collective
+  // in a worker group, like report(). Returns that answer, or nullopt.
+  std::optional<Verdict> settle();
+
  protected:
-  // Sends the result to the driver and returns its verdict.
-  virtual Verdict exchange(const Json& metrics, const std::string& checkpoint_dir) = 0;
+  // Sends one result to the driver; false when it cannot be sent (the trial
+  // was cancelled, the sweep is ending): report() then throws TrialStopped.
+  virtual bool send(const Json& metrics, const std::string& checkpoint_dir) = 0;
+  // Waits for the answer to the result sent last, which was the trial's
+  // `iteration`-th (for log_ack). A result the driver never answered is kStop.
+  virtual Verdict await_answer(int64_t iteration) = 0;
 
   TrialStart start_;
   int64_t iteration_ = 0;
+
+ private:
+  bool run_ahead_ = false;  // the last answer allows the next result to run ahead
+  bool in_flight_ = false;  // a result ran ahead: its answer is still to be read
 };
 
 std::string trial_name(int64_t trial_index);

@@ -62,33 +62,37 @@ class InProcessSession : public SessionBase {
   bool stop_requested() const override { return job_->cancelled; }
 
  protected:
-  Verdict exchange(const Json& metrics, const std::string& checkpoint_dir) override {
-    if (job_->cancelled) return Verdict::kStop;
+  bool send(const Json& metrics, const std::string& checkpoint_dir) override {
+    if (job_->cancelled) return false;
     // Only the event holds the promise: a driver that drops the event
     // without answering (it stopped: lost its lease, the disk filled) breaks
     // it, and the trial stops at once instead of waiting to be abandoned.
     auto decided = std::make_shared<std::promise<Verdict>>();
-    std::future<Verdict> verdict = decided->get_future();
+    answer_ = decided->get_future();
     TrialEvent event;
     event.kind = TrialEvent::Kind::kResult;
     event.attempt = job_->id;
     event.metrics = metrics;
     event.checkpoint = checkpoint_dir;
     event.reply = [decided = std::move(decided)](Verdict v) { decided->set_value(v); };
-    if (!core_->push(std::move(event))) return Verdict::kStop;
+    return core_->push(std::move(event));
+  }
+
+  Verdict await_answer(int64_t iteration) override {
     Verdict answer = Verdict::kStop;
     try {
-      answer = verdict.get();
+      answer = answer_.get();
     } catch (const std::future_error&) {
       return Verdict::kStop;  // not acknowledged: nothing to log
     }
-    log_ack(start_, iteration_ + 1, answer);
+    log_ack(start_, iteration, answer);
     return answer;
   }
 
  private:
   std::shared_ptr<ThreadExecutor::Core> core_;
   std::shared_ptr<ThreadExecutor::Core::Job> job_;
+  std::future<Verdict> answer_;  // to the result sent last
 };
 
 // Runs one job; true if the worker now counts as idle (it reported the end:

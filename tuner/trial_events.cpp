@@ -86,6 +86,7 @@ Verdict Driver::on_result(TrialState& trial, TrialEvent& event) {
   result["time_total_s"] = trial.time_before_attempt + (now - trial.attempt_started);
   result["timestamp"] = unix_now;
   trial.last_report = now;
+  last_iteration_s_ = result["time_this_iter_s"].get<double>();
   trial.last_result = result;
   store_->add_result(trial.row, trial.iteration, trial.attempt, result, unix_now);
   if (!event.checkpoint.empty()) record_checkpoint(trial, event.checkpoint);
@@ -94,7 +95,8 @@ Verdict Driver::on_result(TrialState& trial, TrialEvent& event) {
   }
   sweep_.searcher->on_result(trial.index, result);
   apply(trial, decide(trial, result));
-  return trial.status == kRunning ? Verdict::kContinue : Verdict::kStop;
+  if (trial.status != kRunning) return Verdict::kStop;
+  return next_result_runs_ahead(trial) ? Verdict::kRunAhead : Verdict::kContinue;
 }
 
 void Driver::record_checkpoint(TrialState& trial, const std::string& path) {
@@ -125,6 +127,28 @@ bool Driver::stop_criteria_met(const TrialState& trial, const Json& result) cons
     if (key == sweep_.spec.metric && sweep_.spec.mode == "min" ? value <= threshold : value >= threshold) return true;
   }
   return false;
+}
+
+// Whether nothing can be decided on the trial's next result, whatever it
+// holds: then the trial need not wait for its answer (Verdict::kRunAhead).
+// A metric threshold may be crossed by any result; a custom scheduler may act
+// on any (Scheduler::may_decide's default).
+// Only while iterations are short (where the round trip counts): a stop
+// nothing foresaw (the time budget, a non-finite metric) then comes at most
+// one short iteration late.
+bool Driver::next_result_runs_ahead(const TrialState& trial) const {
+  constexpr double kLongestIterationS = 1.0;
+  if (!run_.run_ahead || stopping_) return false;
+  double iteration_s = last_iteration_s_;
+  if (trial.last_result.is_object()) {
+    const auto own = trial.last_result.find("time_this_iter_s");
+    if (own != trial.last_result.end() && own->is_number()) iteration_s = own->get<double>();
+  }
+  if (!(iteration_s < kLongestIterationS)) return false;
+  const StopCriteria& stop = sweep_.spec.stop;
+  const int64_t next = trial.iteration + 1;
+  if (!stop.metric_thresholds.empty() || (stop.training_iteration && next >= *stop.training_iteration)) return false;
+  return !sweep_.scheduler->may_decide(trial.index, next);
 }
 
 // The sweep's own rules (ending, stop criteria) come before the scheduler's.

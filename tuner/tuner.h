@@ -74,6 +74,13 @@ struct RunConfig {
   // page reloads itself until the sweep is over. Default: "" (none).
   std::string report_path;
   double report_interval_s = 5.0;
+  // Let a trial's report() return before its result is committed when
+  // nothing can be decided on that result (no stop criterion reaches it, the
+  // scheduler acts at other iterations: FIFO never, ASHA at its rungs, PBT
+  // every perturbation_interval); the trial's next report() reads the answer
+  // first, and a result with a checkpoint always waits. Saves most reports'
+  // round trip to the driver's commit. Default: true (false: every report waits).
+  bool run_ahead = true;
 };
 
 // One trial's outcome.

@@ -117,21 +117,32 @@ class WorkerSession : public SessionBase {
   int world_size() const override { return ranks_.size; }
 
  protected:
-  Verdict exchange(const Json& metrics, const std::string& checkpoint_dir) override {
+  // Rank 0 sends; the other ranks only count the result.
+  bool send(const Json& metrics, const std::string& checkpoint_dir) override {
+    if (ranks_.rank != 0) return true;
+    const bool stream = start_.stream_checkpoints && !checkpoint_dir.empty();
+    // The driver gone, or not speaking the protocol: nothing to report to.
+    if (!send_result(metrics, checkpoint_dir, stream)) std::_Exit(70);
+    sent_streamed_ = stream ? checkpoint_dir : "";
+    return true;
+  }
+
+  // Rank 0 reads the answer and broadcasts it: every rank learns it at once.
+  Verdict await_answer(int64_t iteration) override {
     std::string verdict;
     if (ranks_.rank == 0) {
-      const bool stream = start_.stream_checkpoints && !checkpoint_dir.empty();
-      // The driver gone, or not speaking the protocol: nothing to report to.
-      if (!send_result(metrics, checkpoint_dir, stream)) std::_Exit(70);
       auto frame = receive_message(fd_);
       auto reply = frame ? decode_down(*frame) : std::nullopt;
       if (!reply || !std::holds_alternative<VerdictMessage>(*reply)) std::_Exit(70);
-      verdict = std::get<VerdictMessage>(*reply).verdict == Verdict::kContinue ? "c" : "s";
-      log_ack(start_, iteration_ + 1, std::get<VerdictMessage>(*reply).verdict);
+      const Verdict answer = std::get<VerdictMessage>(*reply).verdict;
+      verdict = answer == Verdict::kStop ? "s" : answer == Verdict::kRunAhead ? "a" : "c";
+      log_ack(start_, iteration, answer);
       std::error_code ec;
-      if (stream) fs::remove_all(checkpoint_dir, ec);  // the driver has it now
+      if (!sent_streamed_.empty()) fs::remove_all(sent_streamed_, ec);  // the driver has it now
+      sent_streamed_.clear();
     }
-    return broadcast(MPI_COMM_WORLD, ranks_.rank, verdict) == "c" ? Verdict::kContinue : Verdict::kStop;
+    verdict = broadcast(MPI_COMM_WORLD, ranks_.rank, verdict);
+    return verdict == "s" ? Verdict::kStop : verdict == "a" ? Verdict::kRunAhead : Verdict::kContinue;
   }
 
  private:
@@ -151,6 +162,7 @@ class WorkerSession : public SessionBase {
   MPI_Comm comm_ = MPI_COMM_WORLD;
   int fd_;
   Ranks ranks_;
+  std::string sent_streamed_;  // rank 0: the streamed checkpoint of the result sent last
 };
 
 // Rank 0: the next command from the driver (with a streamed checkpoint
@@ -307,6 +319,8 @@ void run_worker() {
         outcome = ErrorMessage{"unknown exception"};
         fatal = ranks.size > 1;
       }
+      // The answer to a result that ran ahead comes before the next command.
+      if (!fatal) session.settle();
     }
     watch.set_in_trial(false);
     if (fatal) {

@@ -9,6 +9,8 @@
 //                                                         R reports per trial, each after an
 //                                                         M ms sleep; vs. the ideal wall time and
 //                                                         vs. the same sleeps on bare threads
+//                                                         (--wait: every report() waits for its
+//                                                         commit, RunConfig::run_ahead off)
 //   overhead_bench results [--trials N] [--slots S] [--reports R]
 //                                                         N concurrent trials reporting R times
 //                                                         as fast as they can; rows counted in SQL
@@ -34,6 +36,7 @@
 #include <fstream>
 #include <iostream>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -53,13 +56,14 @@ struct Options {
   double sleep_ms = 10;
   uint64_t seed = 1;
   bool keep = false;
+  bool wait = false;
   std::string tmp;
 };
 
 [[noreturn]] void usage(const std::string& message) {
   std::cerr << "overhead_bench: " << message
             << "\nusage: overhead_bench trials|mpi|ideal|results|memory|store [--trials N] [--slots S]"
-               " [--reports R] [--sleep-ms M] [--seed N] [--tmp DIR] [--keep]\n";
+               " [--reports R] [--sleep-ms M] [--seed N] [--tmp DIR] [--keep] [--wait]\n";
   std::exit(2);
 }
 
@@ -80,6 +84,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--seed") o.seed = std::stoull(value());
     else if (a == "--tmp") o.tmp = value();
     else if (a == "--keep") o.keep = true;
+    else if (a == "--wait") o.wait = true;
     else usage("unknown option " + a);
   }
   return o;
@@ -148,11 +153,12 @@ tune::SweepSpec base_spec(const Options& o, const std::string& mode, long trials
   return spec;
 }
 
-tune::RunConfig run_config(const TempStore& store, int slots) {
+tune::RunConfig run_config(const TempStore& store, int slots, bool wait = false) {
   tune::RunConfig run;
   run.storage_path = store.path();
   run.slots = slots;
   run.verbose = false;
+  run.run_ahead = !wait;
   return run;
 }
 
@@ -276,11 +282,17 @@ tune::Json bench_ideal(const Options& o) {
   // Where the time beyond the sleeps goes: inside report() (the round trip to
   // the driver, which commits before answering) vs. between trials.
   std::mutex mutex;
-  std::vector<double> report_us;
+  std::vector<double> report_us, gap_us;
   double in_trial_s = 0;
   tune::Tuner tuner(
       [&, reports, pause](tune::Session& s) {
         const auto begin = Clock::now();
+        // A thread runs one trial after another: the gap since its last one.
+        thread_local std::optional<Clock::time_point> last_end;
+        if (last_end) {
+          std::lock_guard<std::mutex> lock(mutex);
+          gap_us.push_back(std::chrono::duration<double, std::micro>(begin - *last_end).count());
+        }
         const double value = objective(s.config());
         std::vector<double> mine;
         mine.reserve(static_cast<size_t>(reports));
@@ -293,8 +305,9 @@ tune::Json bench_ideal(const Options& o) {
         std::lock_guard<std::mutex> lock(mutex);
         report_us.insert(report_us.end(), mine.begin(), mine.end());
         in_trial_s += seconds_since(begin);
+        last_end = Clock::now();
       },
-      spec, run_config(store, slots));
+      spec, run_config(store, slots, o.wait));
   Fit fit = timed_fit(tuner, store.path(), spec.name);
   std::sort(report_us.begin(), report_us.end());
   auto pct = [&](double p) {
@@ -302,13 +315,17 @@ tune::Json bench_ideal(const Options& o) {
   };
   double report_total_s = 0;
   for (double us : report_us) report_total_s += us / 1e6;
+  std::sort(gap_us.begin(), gap_us.end());
+  const double gap_p50 = gap_us.empty() ? 0.0 : gap_us[gap_us.size() / 2];
   tune::Json out = common(o, "overhead_over_ideal");
   out.update({{"trials", n}, {"slots", slots}, {"reports_per_trial", reports}, {"sleep_ms", sleep_ms},
-              {"ideal_s", ideal}, {"bare_threads_s", bare}, {"wall_s", fit.wall_s},
+              {"run_ahead", !o.wait}, {"ideal_s", ideal}, {"bare_threads_s", bare}, {"wall_s", fit.wall_s},
               {"overhead_pct", 100.0 * (fit.wall_s - ideal) / ideal},
               {"overhead_vs_bare_pct", 100.0 * (fit.wall_s - bare) / bare},
               {"report_us_mean", report_us.empty() ? 0.0 : report_total_s * 1e6 / report_us.size()},
               {"report_us_p50", pct(0.5)}, {"report_us_p99", pct(0.99)},
+              // a thread's trial end to its next trial's start (the driver in between)
+              {"gap_between_trials_us_p50", gap_p50},
               // per slot: summed time blocked in report(), and outside any trial
               {"in_report_s_per_slot", report_total_s / slots},
               {"between_trials_s_per_slot", fit.wall_s - in_trial_s / slots},

@@ -101,6 +101,7 @@ def main():
     optuna = median(runs, "optuna", "trials_per_s")
     results = median(runs, "results", "results_per_s")
     ideal = median_run(runs, "ideal", "overhead_pct")
+    waiting = median_run(runs, "ideal_waiting", "overhead_pct")
     memory, memory_core, store = (first(runs, k) for k in ("memory", "memory_core", "store"))
     optuna_run = first(runs, "optuna")
 
@@ -123,10 +124,12 @@ def main():
         "bare_threads_wall_s": ideal and ideal["bare_threads_s"],
         "overhead_over_ideal_pct": ideal and ideal["overhead_pct"],
         "overhead_over_bare_threads_pct": ideal and ideal["overhead_vs_bare_pct"],
+        "overhead_over_ideal_every_report_waiting_pct": waiting and waiting["overhead_pct"],
         "report_latency_us_p50": ideal and ideal["report_us_p50"],
         "report_latency_us_p99": ideal and ideal["report_us_p99"],
         "in_report_s_per_slot": ideal and ideal["in_report_s_per_slot"],
         "outside_trials_s_per_slot": ideal and ideal["between_trials_s_per_slot"],
+        "gap_between_trials_us_p50": ideal and ideal.get("gap_between_trials_us_p50"),
         "results_per_s": results,
         "results_all_durable": durable,
         "peak_rss_mib": memory and memory["peak_rss_mib"],
@@ -185,6 +188,9 @@ def main():
         if spread["n"] > 1:
             lines.append(head % ("   (range over %d runs)" % spread["n"],
                                  "%+.2f..%+.2f %%" % (spread["min"], spread["max"]), "", "", "", ""))
+        if waiting:
+            lines.append(head % ("   same, every report() waiting (run_ahead off)",
+                                 fmt(waiting["overhead_pct"], "+.2f", " %"), "", "", "", ""))
         lines.append(head % ("   over the same sleeps on bare threads (%.2f s)" % ideal["bare_threads_s"],
                              fmt(ideal["overhead_vs_bare_pct"], "+.2f", " %"), "", "", "", ""))
         lines.append(head % ("   report() round trip p50 / p99",
@@ -192,6 +198,9 @@ def main():
         lines.append(head % ("   per slot: blocked in report() / outside trials",
                              "%.2f / %.2f s" % (ideal["in_report_s_per_slot"], ideal["between_trials_s_per_slot"]),
                              "", "", "", ""))
+        if ideal.get("gap_between_trials_us_p50") is not None:
+            lines.append(head % ("   a thread's trial end to its next trial's start, p50",
+                                 "%.0f us" % ideal["gap_between_trials_us_p50"], "", "", "", ""))
     r = runs.get("results", [{}])[0]
     if r:
         lines.append(head % ("3. results/s committed, %d trials x %d reports" % (r["trials"], r["reports_per_trial"]),

@@ -53,6 +53,8 @@ for i in $(seq "$REPEAT"); do
   run mpi "$TUNE_BIN" mpi --trials "$TRIALS" --slots 2 --seed "$((SEED + i))"
   run results "$TUNE_BIN" results --trials 8 --slots 8 --reports "$RESULT_REPORTS" --seed "$((SEED + i))"
   run ideal "$TUNE_BIN" ideal --trials "$IDEAL_TRIALS" --slots 2 --reports 10 --sleep-ms 10 --seed "$((SEED + i))"
+  run ideal_waiting "$TUNE_BIN" ideal --trials "$IDEAL_TRIALS" --slots 2 --reports 10 --sleep-ms 10 --wait \
+    --seed "$((SEED + i))"
 done
 run mpi_startup "$TUNE_BIN" mpi --trials 2 --slots 2 --seed "$SEED"
 run mpi_core "$CORE_BIN" mpi --trials "$TRIALS" --slots 2 --seed "$SEED"

@@ -52,11 +52,13 @@ class Harness {
     if (fake) fake->end_all();
   }
 
-  void open(SweepSpec spec, int slots, std::unique_ptr<Scheduler> scheduler, bool resume = false) {
+  void open(SweepSpec spec, int slots, std::unique_ptr<Scheduler> scheduler, bool resume = false,
+            bool run_ahead = true) {
     RunConfig run;
     run.storage_path = storage_;
     run.slots = slots;
     run.verbose = false;
+    run.run_ahead = run_ahead;
     auto sweep = internal::prepare_sweep(std::move(spec), run, [](Session&) {}, std::move(scheduler), nullptr, resume);
     internal::DriverEnvironment env;
     env.clock = &clock;
@@ -266,6 +268,80 @@ TEST(DriverEvents, StaleResultsGetStopAndRecordNothing) {
   EXPECT_EQ((h.fake->verdicts[AttemptId{0, 1}]), both_stopped);
   EXPECT_EQ(h.driver->store().results(h.trial(0).id).size(), 1u);
   EXPECT_EQ(h.status(0), kTerminated);
+}
+
+// Run-ahead answers (RunConfig::run_ahead): only where nothing can be decided
+// on the trial's next result, and only while iterations are short.
+TEST(DriverRunAhead, AnswersRunAheadOnlyWhereTheNextResultCannotBeDecidedOn) {
+  SweepSpec spec = spec_of(2);
+  spec.stop.training_iteration = 3;
+  Harness h;
+  h.open(spec, 1, make_scheduler("fifo", Json::object(), "loss", "min"));
+  ASSERT_TRUE(h.step());
+  EXPECT_FALSE(h.fake->started.at(0).trial.run_ahead) << "no iteration time known yet";
+  for (int i = 1; i <= 3; ++i) {
+    h.clock.advance(0.1);
+    h.fake->report({0, 1}, {{"loss", 1.0 / i}});
+    ASSERT_TRUE(h.step());
+  }
+  const std::vector<Verdict> expected = {Verdict::kRunAhead, Verdict::kContinue, Verdict::kStop};
+  EXPECT_EQ((h.fake->verdicts[AttemptId{0, 1}]), expected) << "iteration 3 meets the stop criterion: 2 waits for it";
+  EXPECT_EQ(h.driver->store().results(h.trial(0).id).size(), 3u);
+  h.fake->end({0, 1}, true);
+  ASSERT_TRUE(h.step());
+  ASSERT_EQ(h.fake->started.size(), 2u);
+  EXPECT_TRUE(h.fake->started.at(1).trial.run_ahead) << "iterations of 0.1 s: the next trial's first result runs ahead";
+  h.clock.advance(1.5);
+  h.fake->report({1, 1}, {{"loss", 0.3}});
+  ASSERT_TRUE(h.step());
+  EXPECT_EQ(h.fake->verdict({1, 1}), Verdict::kContinue) << "an iteration of 1.5 s: the round trip is not worth it";
+}
+
+TEST(DriverRunAhead, NeverWithAMetricThresholdACautiousSchedulerOrTheOptionOff) {
+  struct Case {
+    const char* name;
+    bool threshold, fifo, option;
+  };
+  for (const Case& c : {Case{"threshold", true, true, true}, Case{"scheduler", false, false, true},
+                        Case{"option off", false, true, false}}) {
+    SCOPED_TRACE(c.name);
+    SweepSpec spec = spec_of(1);
+    if (c.threshold) spec.stop.metric_thresholds["loss"] = 0.01;
+    Harness h;
+    h.open(spec, 1,
+           c.fifo ? make_scheduler("fifo", Json::object(), "loss", "min")
+                  : std::unique_ptr<Scheduler>(std::make_unique<ScriptedScheduler>()),
+           false, c.option);
+    ASSERT_TRUE(h.step());
+    for (int i = 1; i <= 3; ++i) {
+      h.clock.advance(0.1);
+      h.fake->report({0, 1}, {{"loss", 1.0 / i}});
+      ASSERT_TRUE(h.step());
+    }
+    const std::vector<Verdict> expected(3, Verdict::kContinue);
+    EXPECT_EQ((h.fake->verdicts[AttemptId{0, 1}]), expected);
+  }
+}
+
+// The next new trial's folder is made after a batch's answers, off the start
+// of the next trial; a folder no trial came to use is gone after the sweep.
+TEST(DriverStart, MakesTheNextTrialsFolderAheadAndRemovesItIfUnused) {
+  TempDir storage;
+  const std::string experiment = storage.path() + "/fake";
+  Harness h(storage.path());
+  h.open(spec_of(1), 1, make_scheduler("fifo", Json::object(), "loss", "min"));
+  ASSERT_TRUE(h.step());
+  EXPECT_TRUE(std::filesystem::is_directory(experiment + "/trial_00000"));
+  EXPECT_FALSE(std::filesystem::exists(experiment + "/trial_00001"));
+  h.fake->report({0, 1}, {{"loss", 0.5}});
+  ASSERT_TRUE(h.step());
+  EXPECT_TRUE(std::filesystem::is_directory(experiment + "/trial_00001")) << "made while nothing waits";
+  h.fake->end({0, 1}, false);
+  ASSERT_TRUE(h.step());
+  EXPECT_FALSE(h.step()) << "one sample: the sweep is over";
+  h.finish();
+  EXPECT_TRUE(std::filesystem::is_directory(experiment + "/trial_00000"));
+  EXPECT_FALSE(std::filesystem::exists(experiment + "/trial_00001")) << "no trial 1: its folder is gone";
 }
 
 // The same events on the same clock give the same store, byte for byte.
