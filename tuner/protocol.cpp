@@ -136,10 +136,13 @@ std::optional<DownMessage> decode_down(const Json& frame) {
   if (*type == "verdict") {
     auto go_on = frame.find("continue");
     if (go_on == frame.end() || !go_on->is_boolean()) return std::nullopt;
-    auto ahead = frame.find("ahead");
-    const bool run_ahead = ahead != frame.end() && ahead->is_boolean() && ahead->get<bool>();
+    auto ahead = frame.find("ahead");  // optional: older drivers do not send it
     if (ahead != frame.end() && !ahead->is_boolean()) return std::nullopt;
-    if (!go_on->get<bool>()) return run_ahead ? std::nullopt : std::optional<DownMessage>(VerdictMessage{Verdict::kStop});
+    const bool run_ahead = ahead != frame.end() && ahead->get<bool>();
+    if (!go_on->get<bool>()) {
+      if (run_ahead) return std::nullopt;  // "stop, and run ahead": contradictory
+      return VerdictMessage{Verdict::kStop};
+    }
     return VerdictMessage{run_ahead ? Verdict::kRunAhead : Verdict::kContinue};
   }
   if (*type == "shutdown") return ShutdownMessage{};

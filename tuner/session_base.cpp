@@ -116,13 +116,9 @@ void SessionBase::report(const Json& metrics, const std::string& checkpoint_dir)
   const bool ahead = run_ahead_ && checkpoint_dir.empty();
   if (!send(metrics, checkpoint_dir)) throw TrialStopped{};
   ++iteration_;
-  if (ahead) {
-    in_flight_ = true;
-    return;
-  }
-  const Verdict verdict = await_answer(iteration_);
-  run_ahead_ = verdict == Verdict::kRunAhead;
-  if (verdict == Verdict::kStop) throw TrialStopped{};
+  in_flight_ = true;
+  if (ahead) return;
+  if (settle() == Verdict::kStop) throw TrialStopped{};
 }
 
 std::optional<Verdict> SessionBase::settle() {

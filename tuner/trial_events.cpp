@@ -82,11 +82,11 @@ Verdict Driver::on_result(TrialState& trial, TrialEvent& event) {
   }
   trial.iteration += 1;
   result["training_iteration"] = trial.iteration;
-  result["time_this_iter_s"] = now - trial.last_report;
+  last_iteration_s_ = now - trial.last_report;
+  result["time_this_iter_s"] = last_iteration_s_;
   result["time_total_s"] = trial.time_before_attempt + (now - trial.attempt_started);
   result["timestamp"] = unix_now;
   trial.last_report = now;
-  last_iteration_s_ = result["time_this_iter_s"].get<double>();
   trial.last_result = result;
   store_->add_result(trial.row, trial.iteration, trial.attempt, result, unix_now);
   if (!event.checkpoint.empty()) record_checkpoint(trial, event.checkpoint);

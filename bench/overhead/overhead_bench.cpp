@@ -309,23 +309,22 @@ tune::Json bench_ideal(const Options& o) {
       },
       spec, run_config(store, slots, o.wait));
   Fit fit = timed_fit(tuner, store.path(), spec.name);
-  std::sort(report_us.begin(), report_us.end());
-  auto pct = [&](double p) {
-    return report_us.empty() ? 0.0 : report_us[static_cast<size_t>(p * (report_us.size() - 1))];
+  // A percentile of sorted samples (0 when there are none).
+  auto pct = [](std::vector<double>& samples, double p) {
+    std::sort(samples.begin(), samples.end());
+    return samples.empty() ? 0.0 : samples[static_cast<size_t>(p * static_cast<double>(samples.size() - 1))];
   };
   double report_total_s = 0;
   for (double us : report_us) report_total_s += us / 1e6;
-  std::sort(gap_us.begin(), gap_us.end());
-  const double gap_p50 = gap_us.empty() ? 0.0 : gap_us[gap_us.size() / 2];
   tune::Json out = common(o, "overhead_over_ideal");
   out.update({{"trials", n}, {"slots", slots}, {"reports_per_trial", reports}, {"sleep_ms", sleep_ms},
               {"run_ahead", !o.wait}, {"ideal_s", ideal}, {"bare_threads_s", bare}, {"wall_s", fit.wall_s},
               {"overhead_pct", 100.0 * (fit.wall_s - ideal) / ideal},
               {"overhead_vs_bare_pct", 100.0 * (fit.wall_s - bare) / bare},
               {"report_us_mean", report_us.empty() ? 0.0 : report_total_s * 1e6 / report_us.size()},
-              {"report_us_p50", pct(0.5)}, {"report_us_p99", pct(0.99)},
+              {"report_us_p50", pct(report_us, 0.5)}, {"report_us_p99", pct(report_us, 0.99)},
               // a thread's trial end to its next trial's start (the driver in between)
-              {"gap_between_trials_us_p50", gap_p50},
+              {"gap_between_trials_us_p50", pct(gap_us, 0.5)},
               // per slot: summed time blocked in report(), and outside any trial
               {"in_report_s_per_slot", report_total_s / slots},
               {"between_trials_s_per_slot", fit.wall_s - in_trial_s / slots},
