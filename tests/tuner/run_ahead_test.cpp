@@ -98,6 +98,9 @@ TEST(RunAheadProtocol, VerdictsRoundTripAndMalformedOnesAreRefused) {
   EXPECT_EQ(std::get<VerdictMessage>(*old_peer).verdict, Verdict::kContinue);
   TrialStart start = start_with(true);
   EXPECT_TRUE(TrialStart::from_json(start.to_json()).run_ahead);
+  Json run = encode(DownMessage{RunMessage{start}});
+  run["trial"]["run_ahead"] = "yes";
+  EXPECT_FALSE(decode_down(run)) << "a start whose run_ahead is not a boolean is a bad frame";
 }
 
 }  // namespace
