@@ -3,6 +3,7 @@
 // their checkpoints, HyperBand ends its losers, PBT exploits are in the store.
 // (The scheduler's state across kill -9 + `tune resume`: tests/tuner/cli_e2e_test.cpp.)
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <fstream>
 #include <iomanip>
@@ -194,22 +195,25 @@ TEST(BuiltinSchedulers, PbtCheckpointsOfEveryLineageKeepTheirOwnDirectories) {
   }
 }
 
-// A donor checkpoint that cannot be copied (here: the trainable deletes each
-// checkpoint after reporting it) fails the exploiting trial, not the sweep.
+// A donor checkpoint that cannot be copied (here: each checkpoint holds a
+// named pipe, which a copy refuses) fails the exploiting trial, not the
+// sweep. (Deleting each checkpoint after reporting it made the copy fail only
+// most of the time: a donor still waiting for the answer to its report has
+// its checkpoint in place.)
 TEST(BuiltinSchedulers, AnExploitWhoseCopyFailsFailsThatTrialNotTheSweep) {
   TempDir dir;
   Json params = {{"time_attr", "training_iteration"}, {"perturbation_interval", 2}, {"quantile_fraction", 0.5},
                  {"hyperparam_mutations", {{"q", {{"uniform", {0, 1}}}}}}, {"seed", 4}};
   SweepSpec s = spec("pbt_gone", 4, "pbt", params);
-  auto vanishing = [](Session& session) {
+  auto uncopyable = [](Session& session) {
     for (int64_t i = session.iteration() + 1; i <= 8; ++i) {
       std::string checkpoint = session.make_checkpoint_dir();
       std::ofstream(checkpoint + "/state") << i;
+      if (mkfifo((checkpoint + "/pipe").c_str(), 0600) != 0) throw std::runtime_error("mkfifo failed");
       session.report({{"loss", session.config()["q"].get<double>() + 1.0 / static_cast<double>(i)}}, checkpoint);
-      std::filesystem::remove_all(checkpoint);
     }
   };
-  ResultGrid grid = Tuner(vanishing, s, quiet(dir, 2)).fit();
+  ResultGrid grid = Tuner(uncopyable, s, quiet(dir, 2)).fit();
   int exploit_errors = 0;
   auto store = Store::open(dir.path(), true);
   for (const auto& t : store->trials(store->find_experiment("pbt_gone")->id))
