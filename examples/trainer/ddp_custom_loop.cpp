@@ -22,7 +22,7 @@ void train(tune::Session& session) {
   torch::optim::SGD optimizer(model.parameters(), torch::optim::SGDOptions(lr).momentum(0.9));
   int64_t start = 0;
   if (session.checkpoint()) start = dp::load_checkpoint(session.checkpoint()->path, model, &optimizer)["epoch"];
-  auto sync = dp::prepare_model(model, comm);                  // DDP: same weights, gradient hooks
+  auto sync = dp::prepare_model(model, comm);                  // DDP: same weights, gradient averaging
   dp::DistributedSampler sampler(x.size(0), comm, /*seed=*/0);  // DDP: this rank's shard
   for (int64_t epoch = start; epoch < 5; ++epoch) {
     sampler.set_epoch(epoch);

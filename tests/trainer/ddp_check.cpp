@@ -60,15 +60,31 @@ int main(int argc, char** argv) {
     auto batches = sampler.batches(batch);
     for (int64_t s = 0; s < steps; ++s) {
       const auto& rows = batches.at(static_cast<size_t>(s));
-      optimizer.zero_grad();
+      // Both ways of clearing gradients: zeroed in place (on the shared
+      // window they stay views of it) or set to none (backward makes new
+      // ones, which synchronize() copies in).
+      if (s % 3 == 2) model.zero_grad(/*set_to_none=*/true);
+      else optimizer.zero_grad();
       torch::nn::functional::cross_entropy(model.forward(data.x.index_select(0, rows)), data.y.index_select(0, rows))
           .backward();
       sync->synchronize();
       optimizer.step();
     }
+    const int buckets = sync->num_buckets(), shared = sync->uses_shared_memory();
+    // The gradients outlive the GradientSync unchanged, even when a second one
+    // (which reuses the first one's shared memory window) trains another model.
+    std::vector<torch::Tensor> grads;
+    for (auto& p : model.parameters()) grads.push_back(p.grad().clone());
+    sync.reset();
+    MlpNet other(12, {32, 16}, 3, 0.0);
+    auto other_sync = prepare_model(other, comm, options);
+    torch::nn::functional::cross_entropy(other.forward(data.x.slice(0, 0, 10)), data.y.slice(0, 0, 10)).backward();
+    other_sync->synchronize();
+    bool kept = true;
+    for (size_t i = 0; i < grads.size(); ++i) kept = kept && torch::equal(grads[i], model.parameters()[i].grad());
     if (rank == 0) {
       write_parameters(out, model);
-      std::ofstream(out + ".buckets") << sync->num_buckets() << " " << sync->uses_shared_memory() << "\n";
+      std::ofstream(out + ".buckets") << buckets << " " << shared << " " << kept << "\n";
     }
   } else if (mode == "train" && argc == 6) {
     const int64_t epochs = std::stoll(argv[3]);

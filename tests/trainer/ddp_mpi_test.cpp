@@ -52,6 +52,7 @@ struct EquivalenceCase {
   int bucket_bytes;
   bool shared_memory;
   int expected_buckets;
+  int ranks = 2;
 };
 
 class Equivalence : public ::testing::TestWithParam<EquivalenceCase> {};
@@ -61,31 +62,38 @@ TEST_P(Equivalence, TwoRanksWithBatchBMatchOneRankWithBatchTwoB) {
   const auto c = GetParam();
   const std::string tail = " 6 " + std::string(c.overlap ? "1 " : "0 ") + std::to_string(c.bucket_bytes) +
                            (c.shared_memory ? " 1" : " 0");
-  run_ok(mpirun(2) + "equivalence " + dir.file("two") + " 8" + tail);
-  run_ok(mpirun(1) + "equivalence " + dir.file("one") + " 16" + tail);
+  // R ranks with batch 8 each see, step by step, the samples one rank sees
+  // with batch 8 R (DistributedSampler interleaves the ranks).
+  run_ok(mpirun(c.ranks) + "equivalence " + dir.file("two") + " 8" + tail);
+  run_ok(mpirun(1) + "equivalence " + dir.file("one") + " " + std::to_string(8 * c.ranks) + tail);
   auto two = read_floats(dir.file("two")), one = read_floats(dir.file("one"));
   ASSERT_FALSE(one.empty());
   EXPECT_LT(max_difference(two, one), 2e-5);
   // Rank 0's initial weights were used by both, and training moved them.
   EXPECT_EQ(max_difference(read_floats(dir.file("two.initial")), read_floats(dir.file("one.initial"))), 0.0);
   EXPECT_GT(max_difference(one, read_floats(dir.file("one.initial"))), 1e-3);
-  int buckets = 0, shared = -1;
-  std::ifstream(dir.file("two.buckets")) >> buckets >> shared;
+  int buckets = 0, shared = -1, kept = -1;
+  std::ifstream(dir.file("two.buckets")) >> buckets >> shared >> kept;
   EXPECT_EQ(buckets, c.expected_buckets);
-  EXPECT_EQ(shared, c.shared_memory ? 1 : 0);  // both ranks on this node: the window is used when asked
+  EXPECT_EQ(shared, c.shared_memory ? 1 : 0);  // every rank on this node: the window is used when asked
+  EXPECT_EQ(kept, 1);  // gradients stay as they were after their GradientSync is gone
 }
 
 // MlpNet(12, {32, 16}, 3): 6 tensors, 1,011 floats; in reverse order
 // {3, 48, 16} | {512} | {32} | {384} with 512-byte (128-float) buckets;
-// 1 MiB holds them all.
+// 1 MiB holds them all. The shared window ignores buckets (one reduce of
+// the whole gradient after backward); 3 ranks take its general path (2 ranks
+// have their own pass), 1,011 floats split unevenly.
 INSTANTIATE_TEST_SUITE_P(Buckets, Equivalence,
-                         ::testing::Values(EquivalenceCase{true, 512, true, 4}, EquivalenceCase{true, 512, false, 4},
-                                           EquivalenceCase{false, 512, false, 4}, EquivalenceCase{false, 512, true, 4},
-                                           EquivalenceCase{true, 1 << 20, true, 1}),
+                         ::testing::Values(EquivalenceCase{true, 512, true, 1}, EquivalenceCase{true, 512, false, 4},
+                                           EquivalenceCase{false, 512, false, 4}, EquivalenceCase{false, 512, true, 1},
+                                           EquivalenceCase{true, 1 << 20, true, 1}, EquivalenceCase{true, 512, true, 1, 3},
+                                           EquivalenceCase{true, 512, false, 4, 3}),
                          [](const ::testing::TestParamInfo<EquivalenceCase>& info) {
                            const auto& c = info.param;
                            return std::string(c.shared_memory ? "SharedMemory" : "MpiIallreduce") +
-                                  (c.overlap ? "Overlapped" : "AfterBackward") + std::to_string(c.bucket_bytes) + "ByteBuckets";
+                                  (c.overlap ? "Overlapped" : "AfterBackward") + std::to_string(c.bucket_bytes) + "ByteBuckets" +
+                                  (c.ranks == 2 ? "" : std::to_string(c.ranks) + "Ranks");
                          });
 
 TEST(Checkpoint, TwoEpochsThenRestoreInAFreshGroupPlusOneEqualsThreeEpochs) {

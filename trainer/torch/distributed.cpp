@@ -118,6 +118,9 @@ void allreduce_gradients(torch::nn::Module& module, MPI_Comm comm) {
 
 // ---- GradientSync ---------------------------------------------------------
 //
+// Two paths. Through the shared memory window (every rank on one node): after
+// backward, synchronize() averages all gradients in one reduce(). Otherwise,
+// buckets over MPI_Iallreduce, started from gradient hooks during backward.
 // Buckets are reduced strictly in index order on every rank (MPI requires
 // collectives in the same order everywhere): a bucket whose gradients are all
 // ready waits for the earlier ones before its MPI_Iallreduce starts. OpenMPI
@@ -132,11 +135,7 @@ struct GradientSync::State {
     int hook = -1;
   };
   struct Bucket {
-    // Where the rank's gradients are packed: its own flat tensor for
-    // MPI_Iallreduce, or a view of its input region in the shared window.
-    torch::Tensor flat;
-    torch::Tensor averaged;  // shared window: a view of the result region
-    int64_t offset = 0;      // shared window: the bucket's place in the regions
+    torch::Tensor flat;  // where the rank's gradients are packed for MPI_Iallreduce
     int ready = 0, slots = 0;
     MPI_Request request = MPI_REQUEST_NULL;
   };
@@ -146,7 +145,8 @@ struct GradientSync::State {
   GradientSyncOptions options;
   std::vector<Slot> slots;
   std::vector<Bucket> buckets;
-  std::shared_ptr<internal::SharedMemoryAllreduce> shared;
+  std::shared_ptr<internal::SharedMemoryAllreduce> shared;  // null: buckets over MPI_Iallreduce
+  int64_t total = 0;                                         // floats in all gradients
   int next_launch = 0;
   double communication = 0, exposed = 0;
   int64_t steps = 0;
@@ -168,10 +168,6 @@ struct GradientSync::State {
     while (next_launch < static_cast<int>(buckets.size()) &&
            buckets[static_cast<size_t>(next_launch)].ready == buckets[static_cast<size_t>(next_launch)].slots) {
       Bucket& b = buckets[static_cast<size_t>(next_launch++)];
-      if (shared) {
-        shared->reduce(b.offset, b.flat.numel(), 1.0f / static_cast<float>(size));
-        continue;
-      }
       MPI_Iallreduce(MPI_IN_PLACE, b.flat.data_ptr<float>(), static_cast<int>(b.flat.numel()), MPI_FLOAT, MPI_SUM,
                      comm, &b.request);
     }
@@ -188,36 +184,86 @@ struct GradientSync::State {
   void synchronize() {
     const auto start = Clock::now();
     torch::NoGradGuard no_grad;
-    for (auto& slot : slots) {
-      if (slot.filled) continue;
-      Bucket& bucket = buckets[static_cast<size_t>(slot.bucket)];
-      bucket.flat.slice(0, slot.offset, slot.offset + slot.numel).zero_();
-      slot.filled = true;
-      ++bucket.ready;
-    }
-    launch_ready();
-    for (auto& b : buckets) MPI_Wait(&b.request, MPI_STATUS_IGNORE);
-    const double inv = 1.0 / size;
-    for (auto& b : buckets) {
-      if (!shared) b.flat.mul_(inv);  // the window's reduce() scaled already
-      b.ready = 0;
-    }
-    for (auto& slot : slots) {
-      torch::Tensor averaged =
-          buckets[static_cast<size_t>(slot.bucket)].averaged.slice(0, slot.offset, slot.offset + slot.numel);
-      torch::Tensor& grad = slot.parameter.mutable_grad();
-      if (grad.defined()) {
-        grad.view({-1}).copy_(averaged);
-      } else {
-        grad = averaged.to(slot.parameter.device(), /*non_blocking=*/false, /*copy=*/true).view_as(slot.parameter);
+    if (shared) {
+      synchronize_shared();
+    } else {
+      for (auto& slot : slots) {
+        if (slot.filled) continue;
+        Bucket& bucket = buckets[static_cast<size_t>(slot.bucket)];
+        bucket.flat.slice(0, slot.offset, slot.offset + slot.numel).zero_();
+        slot.filled = true;
+        ++bucket.ready;
       }
-      slot.filled = false;
+      launch_ready();
+      for (auto& b : buckets) MPI_Wait(&b.request, MPI_STATUS_IGNORE);
+      const double inv = 1.0 / size;
+      for (auto& b : buckets) {
+        b.flat.mul_(inv);
+        b.ready = 0;
+      }
+      for (auto& slot : slots) {
+        write_gradient(slot, buckets[static_cast<size_t>(slot.bucket)].flat.slice(0, slot.offset, slot.offset + slot.numel));
+        slot.filled = false;
+      }
+      next_launch = 0;
     }
-    next_launch = 0;
     ++steps;
     const double elapsed = seconds_since(start);
     exposed += elapsed;
     communication += elapsed;
+  }
+
+  // The shared window: the gradients of CPU parameters are views of this
+  // rank's region (made so at the first step, and again whenever the
+  // gradient was replaced, e.g. set to none by zero_grad), so backward
+  // accumulates straight into the window; other gradients are copied in.
+  // One in-place reduce() then leaves the averages there. Plain memory
+  // copies: per-tensor torch calls cost more than the copies for small
+  // models.
+  void synchronize_shared() {
+    float* region = shared->input();
+    for (auto& slot : slots) {
+      float* to = region + slot.offset;
+      torch::Tensor& grad = slot.parameter.mutable_grad();
+      if (grad.defined() && grad.data_ptr() == static_cast<void*>(to)) continue;  // backward wrote it there
+      if (!grad.defined()) {
+        std::fill(to, to + slot.numel, 0.0f);
+      } else if (grad.is_cpu() && grad.is_contiguous()) {
+        std::copy_n(grad.data_ptr<float>(), slot.numel, to);
+      } else {
+        torch::from_blob(to, {slot.numel}, torch::kFloat32).copy_(grad.reshape(-1));
+      }
+      if (slot.parameter.is_cpu() && slot.parameter.is_contiguous())
+        grad = torch::from_blob(to, slot.parameter.sizes(), torch::kFloat32);
+    }
+    shared->reduce(0, total, 1.0f / static_cast<float>(size));
+    for (auto& slot : slots) {
+      float* averaged = region + slot.offset;
+      const torch::Tensor& grad = slot.parameter.grad();
+      if (!grad.defined() || grad.data_ptr() != static_cast<void*>(averaged))
+        write_gradient(slot, torch::from_blob(averaged, {slot.numel}, torch::kFloat32));
+    }
+  }
+
+  // Gradients must not outlive the GradientSync as views of the window: it
+  // goes back to the pool, and a later GradientSync writes it.
+  void detach_gradients() {
+    if (!shared) return;
+    float* region = shared->input();
+    for (auto& slot : slots) {
+      torch::Tensor& grad = slot.parameter.mutable_grad();
+      if (grad.defined() && grad.data_ptr() == static_cast<void*>(region + slot.offset)) grad = grad.clone();
+    }
+  }
+
+  // The parameter's gradient := `averaged` (a flat CPU tensor, copied).
+  static void write_gradient(Slot& slot, const torch::Tensor& averaged) {
+    torch::Tensor& grad = slot.parameter.mutable_grad();
+    if (grad.defined()) {
+      grad.copy_(averaged.view(grad.sizes()));
+    } else {
+      grad = averaged.to(slot.parameter.device(), /*non_blocking=*/false, /*copy=*/true).view_as(slot.parameter);
+    }
   }
 };
 
@@ -253,23 +299,22 @@ GradientSync::GradientSync(torch::nn::Module& module, MPI_Comm comm, GradientSyn
     bucket_sizes.back() = current;
     s.slots.push_back(slot);
   }
-  int64_t total = 0;
-  for (int64_t n : bucket_sizes) total += n;
-  if (options.shared_memory) s.shared = internal::SharedMemoryAllreduce::acquire(comm, total);
-  int64_t offset = 0;
+  for (int64_t n : bucket_sizes) s.total += n;
+  if (options.shared_memory) s.shared = internal::SharedMemoryAllreduce::acquire(comm, s.total);
+  if (s.shared) {
+    // One region for the whole gradient, reduced after backward: no buckets,
+    // no hooks. Slots are laid out in the same (reverse) order.
+    int64_t offset = 0;
+    for (auto& slot : s.slots) {
+      slot.bucket = 0;
+      slot.offset = offset;
+      offset += slot.numel;
+    }
+    return;
+  }
   for (int64_t n : bucket_sizes) {
     State::Bucket bucket;
-    if (s.shared) {
-      // Hooks write gradients straight into the window, and synchronize()
-      // reads the averages straight from it: no staging copies.
-      bucket.offset = offset;
-      bucket.flat = torch::from_blob(s.shared->input() + offset, {n}, torch::kFloat32);
-      bucket.averaged = torch::from_blob(const_cast<float*>(s.shared->result()) + offset, {n}, torch::kFloat32);
-    } else {
-      bucket.flat = torch::zeros({n}, torch::kFloat32);  // on the CPU even for CUDA models: MPI reads host memory
-      bucket.averaged = bucket.flat;
-    }
-    offset += n;
+    bucket.flat = torch::zeros({n}, torch::kFloat32);  // on the CPU even for CUDA models: MPI reads host memory
     s.buckets.push_back(bucket);
   }
   for (size_t i = 0; i < s.slots.size(); ++i) {
@@ -282,6 +327,7 @@ GradientSync::GradientSync(torch::nn::Module& module, MPI_Comm comm, GradientSyn
 
 GradientSync::~GradientSync() {
   if (!state_) return;
+  state_->detach_gradients();
   for (auto& slot : state_->slots) {
     if (slot.hook >= 0) slot.parameter.remove_hook(static_cast<unsigned>(slot.hook));
   }
@@ -297,7 +343,9 @@ void GradientSync::synchronize() {
   if (state_->size > 1) state_->synchronize();
 }
 bool GradientSync::uses_shared_memory() const { return state_->shared != nullptr; }
-int GradientSync::num_buckets() const { return static_cast<int>(state_->buckets.size()); }
+int GradientSync::num_buckets() const {
+  return state_->shared ? 1 : static_cast<int>(state_->buckets.size());
+}
 double GradientSync::communication_seconds() const { return state_->communication; }
 double GradientSync::exposed_seconds() const { return state_->exposed; }
 int64_t GradientSync::steps() const { return state_->steps; }

@@ -9,7 +9,7 @@
 //     sampler.set_epoch(epoch);
 //     for (auto& rows : sampler.batches(batch_size)) {
 //       optimizer.zero_grad();
-//       loss_fn(model->forward(x.index_select(0, rows)), ...).backward();  // buckets reduce during backward
+//       loss_fn(model->forward(x.index_select(0, rows)), ...).backward();
 //       sync->synchronize();                                              // averaged gradients
 //       optimizer.step();
 //     }
@@ -60,20 +60,21 @@ void broadcast_parameters(torch::nn::Module& module, MPI_Comm comm);
 void allreduce_gradients(torch::nn::Module& module, MPI_Comm comm);
 
 struct GradientSyncOptions {
-  // Gradients are packed into flat buckets of about this many bytes, in
-  // reverse parameter order (the order backward produces them); one
-  // MPI_Iallreduce per bucket. Default: 1 MiB.
+  // Without the shared window (below): gradients are packed into flat
+  // buckets of about this many bytes, in reverse parameter order (the order
+  // backward produces them); one MPI_Iallreduce per bucket. Default: 1 MiB.
   int64_t bucket_bytes = 1 << 20;
-  // Start a bucket's allreduce from a gradient hook as soon as all its
-  // gradients exist, overlapping communication with the rest of backward.
-  // False: all buckets are reduced in synchronize(). Default: true.
+  // Without the shared window: start a bucket's allreduce from a gradient
+  // hook as soon as all its gradients exist, overlapping communication with
+  // the rest of backward. False: all buckets are reduced in synchronize().
+  // Default: true.
   bool overlap = true;
-  // When every rank is on one node, reduce through an MPI-3 shared memory
-  // window (two barriers per bucket, gradients written into the window by
-  // their hooks and read back from it) instead of MPI_Iallreduce, whose
-  // fragment-by-fragment handshakes are slow on oversubscribed cores. A
-  // bucket is then reduced synchronously in the hook that completes it (and
-  // in order). Default: true.
+  // When every rank is on one node, average through an MPI-3 shared memory
+  // window instead of MPI_Iallreduce, whose fragment-by-fragment handshakes
+  // are slow on oversubscribed cores. The gradients of CPU parameters become
+  // views of the rank's region of the window, so backward writes them there,
+  // and synchronize() averages them in place (one pass, two barriers); no
+  // hooks, no buckets. Default: true.
   bool shared_memory = true;
 };
 
@@ -91,12 +92,15 @@ class GradientSync {
   GradientSync(const GradientSync&) = delete;
   GradientSync& operator=(const GradientSync&) = delete;
 
-  // Completes every bucket's allreduce and writes the averaged gradient into
-  // each parameter's .grad(). Collective.
+  // Completes the allreduce and leaves the averaged gradient in each
+  // parameter's .grad(). Collective. On the shared window, .grad() of a CPU
+  // parameter is afterwards a view of the window (valid, and kept as a copy,
+  // after the GradientSync is destroyed).
   void synchronize();
 
+  // Buckets over MPI_Iallreduce; 1 on the shared window (the whole gradient).
   int num_buckets() const;
-  // True when buckets go through the shared memory window.
+  // True when gradients go through the shared memory window.
   bool uses_shared_memory() const;
   // Seconds spent in MPI calls for gradients (starting, progressing and
   // waiting for allreduces) since construction, and in synchronize() only

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <map>
 #include <mutex>
+#include <algorithm>
 #include <new>
 #include <vector>
 
@@ -55,7 +56,7 @@ std::unique_ptr<SharedMemoryAllreduce> SharedMemoryAllreduce::create(MPI_Comm co
   s->size_ = node_size;
   s->capacity_ = capacity;
   const MPI_Aint bytes =
-      s->rank_ == 0 ? static_cast<MPI_Aint>(kHeaderBytes + (node_size + 1) * capacity * static_cast<int64_t>(sizeof(float)))
+      s->rank_ == 0 ? static_cast<MPI_Aint>(kHeaderBytes + node_size * capacity * static_cast<int64_t>(sizeof(float)))
                     : 0;
   void* base = nullptr;
   int ok = MPI_Win_allocate_shared(bytes, 1, MPI_INFO_NULL, node, &base, &s->window_);
@@ -72,7 +73,6 @@ std::unique_ptr<SharedMemoryAllreduce> SharedMemoryAllreduce::create(MPI_Comm co
   char* bytes0 = static_cast<char*>(base);
   s->header_ = reinterpret_cast<Header*>(bytes0);
   s->segments_ = reinterpret_cast<float*>(bytes0 + kHeaderBytes);
-  s->result_ = s->segments_ + node_size * capacity;
   if (s->rank_ == 0) {
     new (&s->header_->arrived) std::atomic<uint32_t>(0);
     new (&s->header_->generation) std::atomic<uint32_t>(0);
@@ -105,32 +105,60 @@ void SharedMemoryAllreduce::barrier() {
   }
 }
 
+namespace {
+// The passes over a share, in blocks of 8 with no aliasing so that -O2 turns
+// each block into vector instructions (GCC 12 at -O2 vectorizes only loops
+// without a scalar remainder, hence the fixed-size inner loops).
+
+// x[i] = y[i] = (x[i] + y[i]) * scale: the whole reduce for two ranks.
+void add_scale_to_both(float* __restrict x, float* __restrict y, int64_t n, float scale) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (int j = 0; j < 8; ++j) x[i + j] = y[i + j] = (x[i + j] + y[i + j]) * scale;
+  }
+  for (; i < n; ++i) x[i] = y[i] = (x[i] + y[i]) * scale;
+}
+
+// x[i] += y[i].
+void add_to(float* __restrict x, const float* __restrict y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (int j = 0; j < 8; ++j) x[i + j] += y[i + j];
+  }
+  for (; i < n; ++i) x[i] += y[i];
+}
+
+// x[i] *= scale.
+void scale_by(float* __restrict x, int64_t n, float scale) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (int j = 0; j < 8; ++j) x[i + j] *= scale;
+  }
+  for (; i < n; ++i) x[i] *= scale;
+}
+}  // namespace
+
 void SharedMemoryAllreduce::reduce(int64_t offset, int64_t n, float scale) {
-  barrier();  // every rank's input for the range is in the window
+  barrier();  // every rank's values for the range are in its region
+  // This rank's share of the range, in every rank's region. Only this rank
+  // touches these shares until the second barrier, so it sums them in rank
+  // order (the partial sum in rank 0's region) and writes the same bits
+  // into every region.
   const int64_t begin = offset + n * rank_ / size_, end = offset + n * (rank_ + 1) / size_;
-  float* out = result_ + begin;
-  const float* first = segments_ + begin;
   const int64_t count = end - begin;
-  if (size_ == 1) {
-    for (int64_t i = 0; i < count; ++i) out[i] = first[i] * scale;
+  auto share = [&](int r) { return segments_ + r * capacity_ + begin; };
+  if (size_ == 2) {
+    add_scale_to_both(share(0), share(1), count, scale);
+  } else {
+    float* sum = share(0);
+    for (int r = 1; r < size_; ++r) add_to(sum, share(r), count);
+    scale_by(sum, count, scale);
+    for (int r = 1; r < size_; ++r) std::copy_n(sum, count, share(r));
   }
-  // One pass per further rank; the last one applies the scale. Only this
-  // rank sums this share, so every rank reads the same bits.
-  for (int r = 1; r < size_; ++r) {
-    const float* a = r == 1 ? first : out;
-    const float* b = segments_ + r * capacity_ + begin;
-    if (r + 1 < size_) {
-      for (int64_t i = 0; i < count; ++i) out[i] = a[i] + b[i];
-    } else {
-      for (int64_t i = 0; i < count; ++i) out[i] = (a[i] + b[i]) * scale;
-    }
-  }
-  barrier();  // every share is summed
-  // Inputs of the range are read by other ranks only between the two
-  // barriers, so a rank may overwrite its input once it is past the second;
-  // the result of the range is written again only after the first barrier
-  // of the next reduce() over it, which every rank enters only after reading
-  // this result: no third barrier is needed.
+  barrier();  // every share is in every region
+  // A rank writes its region again only after passing the second barrier,
+  // and other ranks touch it only between the two: no third barrier is
+  // needed.
 }
 
 }  // namespace tune::torch_dp::internal

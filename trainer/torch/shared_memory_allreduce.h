@@ -6,13 +6,13 @@
 // (ranks busy-waiting while the peer is descheduled) a 1 MiB allreduce then
 // costs tens of milliseconds.
 //
-// How: the window holds one input region per rank and one result region,
-// each `capacity` floats. A rank writes its values straight into its own
-// input region (GradientSync copies each gradient there from its hook, so
-// no staging buffer), then reduce() sums the rank's 1/size share of a range
-// over every rank's input into the result, scaled (reduce-scatter), and
-// every rank reads the whole range from the result (allgather). Two
-// barriers per reduce(); their waiters spin briefly then yield the core.
+// How: the window holds one input region per rank, `capacity` floats each. A
+// rank writes its values into its own region (GradientSync makes the
+// parameters' gradients views of it, so backward writes them there), then
+// reduce() is an in-place allreduce: each rank sums its 1/size share of the
+// range over every rank's region and writes the scaled sum into that share
+// of every region (reduce-scatter and allgather in one pass). Two barriers
+// per reduce(); their waiters spin briefly then yield the core.
 #pragma once
 
 #include <cstdint>
@@ -39,16 +39,13 @@ class SharedMemoryAllreduce {
   static std::shared_ptr<SharedMemoryAllreduce> acquire(MPI_Comm comm, int64_t capacity);
 
   int64_t capacity() const { return capacity_; }
-  // This rank's input region (capacity() floats). Writable between the
-  // reduce() calls that read a range (a rank's range is read by the others
-  // only inside reduce()).
+  // This rank's region (capacity() floats). The rank may write it outside
+  // reduce() only: other ranks read and write it inside reduce() alone.
   float* input() { return segments_ + rank_ * capacity_; }
-  // After reduce(offset, n, scale) returns on this rank:
-  // result()[offset + i] = scale * sum over ranks of input()[offset + i],
-  // the same bits on every rank. Valid until the next reduce() over the range
-  // starts on any rank, which cannot happen before this rank enters it too.
-  const float* result() const { return result_; }
-  // Collective; every rank passes the same arguments in the same order.
+  // Collective; every rank passes the same arguments in the same order. After
+  // it returns on this rank: input()[offset + i] = scale * the sum over ranks
+  // (in rank order) of their input()[offset + i] before the call, the same
+  // bits on every rank.
   void reduce(int64_t offset, int64_t n, float scale);
 
   struct Header;
@@ -64,7 +61,6 @@ class SharedMemoryAllreduce {
   int64_t capacity_ = 0;
   Header* header_ = nullptr;
   float* segments_ = nullptr;  // size_ x capacity_
-  float* result_ = nullptr;    // capacity_
 };
 
 }  // namespace tune::torch_dp::internal
