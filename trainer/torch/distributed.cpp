@@ -221,7 +221,7 @@ struct GradientSync::State {
   // copies: per-tensor torch calls cost more than the copies for small
   // models.
   void synchronize_shared() {
-    float* region = shared->input();
+    float* region = shared->region();
     for (auto& slot : slots) {
       float* to = region + slot.offset;
       torch::Tensor& grad = slot.parameter.mutable_grad();
@@ -249,7 +249,7 @@ struct GradientSync::State {
   // goes back to the pool, and a later GradientSync writes it.
   void detach_gradients() {
     if (!shared) return;
-    float* region = shared->input();
+    float* region = shared->region();
     for (auto& slot : slots) {
       torch::Tensor& grad = slot.parameter.mutable_grad();
       if (grad.defined() && grad.data_ptr() == static_cast<void*>(region + slot.offset)) grad = grad.clone();
@@ -282,9 +282,13 @@ GradientSync::GradientSync(torch::nn::Module& module, MPI_Comm comm, GradientSyn
   }
   // Reverse order: the last layers' gradients are computed first.
   std::reverse(parameters.begin(), parameters.end());
+  for (auto& p : parameters) s.total += p.numel();
+  if (options.shared_memory) s.shared = internal::SharedMemoryAllreduce::acquire(comm, s.total);
+  // The shared window takes the whole gradient as one region, reduced after
+  // backward: one bucket, no hooks.
   std::vector<int64_t> bucket_sizes;
   int64_t current = 0;
-  const int64_t limit = std::max<int64_t>(1, options.bucket_bytes / static_cast<int64_t>(sizeof(float)));
+  const int64_t limit = s.shared ? s.total : std::max<int64_t>(1, options.bucket_bytes / static_cast<int64_t>(sizeof(float)));
   for (auto& p : parameters) {
     if (bucket_sizes.empty() || (current > 0 && current + p.numel() > limit)) {
       bucket_sizes.push_back(0);
@@ -299,19 +303,7 @@ GradientSync::GradientSync(torch::nn::Module& module, MPI_Comm comm, GradientSyn
     bucket_sizes.back() = current;
     s.slots.push_back(slot);
   }
-  for (int64_t n : bucket_sizes) s.total += n;
-  if (options.shared_memory) s.shared = internal::SharedMemoryAllreduce::acquire(comm, s.total);
-  if (s.shared) {
-    // One region for the whole gradient, reduced after backward: no buckets,
-    // no hooks. Slots are laid out in the same (reverse) order.
-    int64_t offset = 0;
-    for (auto& slot : s.slots) {
-      slot.bucket = 0;
-      slot.offset = offset;
-      offset += slot.numel;
-    }
-    return;
-  }
+  if (s.shared) return;
   for (int64_t n : bucket_sizes) {
     State::Bucket bucket;
     bucket.flat = torch::zeros({n}, torch::kFloat32);  // on the CPU even for CUDA models: MPI reads host memory

@@ -2,10 +2,10 @@
 
 #include <sched.h>
 
+#include <algorithm>
 #include <atomic>
 #include <map>
 #include <mutex>
-#include <algorithm>
 #include <new>
 #include <vector>
 

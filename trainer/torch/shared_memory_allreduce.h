@@ -6,7 +6,7 @@
 // (ranks busy-waiting while the peer is descheduled) a 1 MiB allreduce then
 // costs tens of milliseconds.
 //
-// How: the window holds one input region per rank, `capacity` floats each. A
+// How: the window holds one region per rank, `capacity` floats each. A
 // rank writes its values into its own region (GradientSync makes the
 // parameters' gradients views of it, so backward writes them there), then
 // reduce() is an in-place allreduce: each rank sums its 1/size share of the
@@ -41,10 +41,10 @@ class SharedMemoryAllreduce {
   int64_t capacity() const { return capacity_; }
   // This rank's region (capacity() floats). The rank may write it outside
   // reduce() only: other ranks read and write it inside reduce() alone.
-  float* input() { return segments_ + rank_ * capacity_; }
+  float* region() { return segments_ + rank_ * capacity_; }
   // Collective; every rank passes the same arguments in the same order. After
-  // it returns on this rank: input()[offset + i] = scale * the sum over ranks
-  // (in rank order) of their input()[offset + i] before the call, the same
+  // it returns on this rank: region()[offset + i] = scale * the sum over ranks
+  // (in rank order) of their region()[offset + i] before the call, the same
   // bits on every rank.
   void reduce(int64_t offset, int64_t n, float scale);
 
