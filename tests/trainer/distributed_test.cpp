@@ -136,6 +136,35 @@ TEST(Process, KeepFreedMemoryOptOutLeavesMallocAlone) {
   EXPECT_EQ(std::system(command.c_str()), 0) << command;
 }
 
+// 1e-30 * 1e-10 is subnormal (the smallest normal float is 1.2e-38). With
+// flushing on it becomes 0, and so does a subnormal input (DAZ).
+float subnormal_product() {
+  auto tiny = torch::full({64}, 1e-30f);
+  return (tiny * 1e-10f).sum().item<float>();
+}
+
+TEST(Process, FlushDenormalsMakesSubnormalResultsZero) {
+  if (const char* opt_out = std::getenv("TUNE_FLUSH_DENORMALS")) {
+    ASSERT_STREQ(opt_out, "0");
+    EXPECT_FALSE(flush_denormals());
+    EXPECT_GT(subnormal_product(), 0.0f);  // the FPU was left alone
+    return;
+  }
+  ASSERT_GT(subnormal_product(), 0.0f);  // this process starts without flushing
+  ASSERT_TRUE(flush_denormals());
+  EXPECT_EQ(subnormal_product(), 0.0f);
+  EXPECT_EQ((torch::full({4}, 1e-39f) * 1.0f).sum().item<float>(), 0.0f);
+  // Normal values are untouched.
+  EXPECT_FLOAT_EQ((torch::full({4}, 1e-20f) * 1e-10f).sum().item<float>(), 4e-30f);
+  torch::globalContext().setFlushDenormal(false);  // the next tests run on this thread
+  EXPECT_GT(subnormal_product(), 0.0f);
+  // TUNE_FLUSH_DENORMALS=0 opts out: this binary again, in that mode.
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  const std::string command = "TUNE_FLUSH_DENORMALS=0 '" + self +
+                              "' --gtest_filter=Process.FlushDenormalsMakesSubnormalResultsZero > /dev/null 2>&1";
+  EXPECT_EQ(std::system(command.c_str()), 0) << command;
+}
+
 TEST(Process, BlasLibraryIsTheLoadedOne) {
   // The test links libtorch, which links libblas.so.3 (Debian alternatives).
   const std::string path = blas_library();

@@ -344,6 +344,7 @@ int64_t GradientSync::steps() const { return state_->steps; }
 
 std::unique_ptr<GradientSync> prepare_model(torch::nn::Module& module, MPI_Comm comm, GradientSyncOptions options) {
   keep_freed_memory();
+  flush_denormals();
   if (rank_of(comm) == 0) hint_if_reference_blas();
   broadcast_parameters(module, comm);
   return std::make_unique<GradientSync>(module, comm, options);

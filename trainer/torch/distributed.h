@@ -117,7 +117,8 @@ class GradientSync {
 
 // Broadcasts rank 0's parameters and buffers, then returns the gradient
 // averaging for `module` (nullptr-free even for one rank: synchronize() is
-// then a no-op). `module` must outlive the result.
+// then a no-op). `module` must outlive the result. Also applies
+// keep_freed_memory() and flush_denormals() (process.h) to this process.
 std::unique_ptr<GradientSync> prepare_model(torch::nn::Module& module, MPI_Comm comm,
                                             GradientSyncOptions options = {});
 

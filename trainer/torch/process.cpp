@@ -15,7 +15,14 @@ namespace tune::torch_dp {
 
 void use_session_threads(const Session& session) {
   keep_freed_memory();
+  flush_denormals();  // before the intra-op threads exist: new threads inherit it
   torch::set_num_threads(std::max(1, session.cpus()));
+}
+
+bool flush_denormals() {
+  const char* opt_out = std::getenv("TUNE_FLUSH_DENORMALS");
+  if (opt_out && std::string(opt_out) == "0") return false;
+  return torch::globalContext().setFlushDenormal(true);
 }
 
 bool keep_freed_memory() {
