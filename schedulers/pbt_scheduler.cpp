@@ -103,7 +103,11 @@ void PbtScheduler::on_trial_add(int64_t trial, const Json& config) {
   if (!members_.count(trial)) members_[trial].config = config;
 }
 
-void PbtScheduler::on_checkpoint(int64_t trial, int64_t) { members_[trial].has_checkpoint = true; }
+void PbtScheduler::on_checkpoint(int64_t trial, int64_t iteration) {
+  Member& m = members_[trial];
+  m.has_checkpoint = true;
+  m.checkpoint_iteration = iteration;
+}
 
 TrialDecision PbtScheduler::on_result(int64_t trial, const Json& result) {
   Member& m = members_[trial];
@@ -111,6 +115,7 @@ TrialDecision PbtScheduler::on_result(int64_t trial, const Json& result) {
   if (!number_at(result, time_attr_, &t) || !number_at(result, metric_, &value)) return TrialDecision::next();
   m.score = sign_ * value;
   m.history.emplace_back(t, m.score);
+  m.now = t;
   if (t < burn_in_ || t - m.last_perturb < interval_) return TrialDecision::next();
   m.last_perturb = t;
   if (synch_) {
@@ -118,7 +123,34 @@ TrialDecision PbtScheduler::on_result(int64_t trial, const Json& result) {
     plan_if_all_waiting();
     return TrialDecision::pause();
   }
-  return decide(trial, t);
+  TrialDecision d = decide(trial, t);
+  // Ray's time sharing: while other trials wait for a slot (new ones still to
+  // come, or members paused here), a trial at its boundary gives its slot up
+  // and resumes when its turn comes (the one furthest behind runs first:
+  // choose_trial_to_run). A population larger than the slots thus advances
+  // together instead of member after member. Only a trial that continues as
+  // it is and can resume where it is (a checkpoint at this iteration) pauses;
+  // an exploit is carried out at once (the donor's checkpoint of now, and
+  // the perturbation clock set from it), and the clone pauses at its next
+  // boundary.
+  double iteration = -1;
+  const bool resumable = d.action == TrialAction::kContinue &&
+                         number_at(result, "training_iteration", &iteration) && m.checkpoint_iteration == iteration;
+  if (resumable && (more_trials_ || !time_shared_.empty())) {
+    m.plan = d;
+    set_time_shared(trial, m, t);
+    return TrialDecision::pause();
+  }
+  return d;
+}
+
+// Keeps `time_shared_` (the trials paused by time sharing, by time) in step
+// with Member::paused: paused at time `at`, or no longer (nullopt).
+void PbtScheduler::set_time_shared(int64_t trial, Member& m, std::optional<double> at) {
+  if (m.paused) time_shared_.erase({m.paused_at, trial});
+  m.paused = at.has_value();
+  m.paused_at = at.value_or(0);
+  if (m.paused) time_shared_.insert({m.paused_at, trial});
 }
 
 // With iterations as the time attribute: only at a perturbation.
@@ -131,10 +163,20 @@ bool PbtScheduler::may_decide(int64_t trial, int64_t training_iteration) const {
 }
 
 std::optional<int64_t> PbtScheduler::choose_trial_to_run(const std::vector<int64_t>& paused) {
-  for (int64_t trial : paused) {
-    auto it = members_.find(trial);
-    if (it != members_.end() && it->second.plan) return trial;
+  if (synch_) {
+    for (int64_t trial : paused) {
+      auto it = members_.find(trial);
+      if (it != members_.end() && it->second.plan) return trial;
+    }
+    return std::nullopt;
   }
+  // Time sharing: new trials first (they have trained least), then the
+  // paused member furthest behind in time_attr (the lowest index on a tie).
+  // `paused` is ascending; a trial paused otherwise (none here) goes last.
+  if (more_trials_) return std::nullopt;
+  for (const auto& [t, trial] : time_shared_)
+    if (std::binary_search(paused.begin(), paused.end(), trial)) return trial;
+  if (!paused.empty()) return paused.front();
   return std::nullopt;
 }
 
@@ -143,6 +185,7 @@ TrialDecision PbtScheduler::on_trial_resume(int64_t trial) {
   TrialDecision d = m.plan ? *m.plan : TrialDecision::next();
   m.plan.reset();
   m.waiting = false;
+  set_time_shared(trial, m, std::nullopt);
   if (d.action == TrialAction::kExploit) m.config = d.new_config;
   return d;
 }
@@ -154,15 +197,18 @@ Json PbtScheduler::save_state() const {
     if (m.plan) plan = {{"action", static_cast<int>(m.plan->action)}, {"donor", m.plan->donor}, {"config", m.plan->new_config}};
     members.push_back({{"trial", trial}, {"config", m.config}, {"score", std::isnan(m.score) ? Json() : Json(m.score)},
                        {"last_perturb", m.last_perturb}, {"has_checkpoint", m.has_checkpoint}, {"alive", m.alive},
-                       {"waiting", m.waiting}, {"plan", plan}, {"history", m.history}});
+                       {"waiting", m.waiting}, {"paused", m.paused}, {"paused_at", m.paused_at}, {"now", m.now},
+                       {"checkpoint_iteration", m.checkpoint_iteration},
+                       {"plan", plan}, {"history", m.history}});
   }
   std::ostringstream rng;
   rng << rng_;
-  return {{"members", members}, {"rng", rng.str()}};
+  return {{"members", members}, {"rng", rng.str()}, {"more_trials", more_trials_}};
 }
 
 void PbtScheduler::restore_state(const Json& state) {
   members_.clear();
+  time_shared_.clear();
   for (const Json& j : state.at("members")) {
     Member& m = members_[json_integer<int64_t>(j.at("trial"))];
     m.config = j.at("config");
@@ -171,41 +217,60 @@ void PbtScheduler::restore_state(const Json& state) {
     m.has_checkpoint = j.at("has_checkpoint").get<bool>();
     m.alive = j.at("alive").get<bool>();
     m.waiting = j.at("waiting").get<bool>();
+    // Absent in states saved before time sharing.
+    if (j.value("paused", false)) set_time_shared(json_integer<int64_t>(j.at("trial")), m, j.at("paused_at").get<double>());
+    m.checkpoint_iteration = j.contains("checkpoint_iteration") ? json_integer<int64_t>(j["checkpoint_iteration"]) : -1;
     if (!j.at("plan").is_null())
       m.plan = TrialDecision{static_cast<TrialAction>(json_integer<int>(j["plan"].at("action"))),
                              json_integer<int64_t>(j["plan"].at("donor")), j["plan"]["config"]};
     m.history = j.at("history").get<std::vector<std::pair<double, double>>>();
+    // Absent in states saved before it: the time of the latest result.
+    m.now = j.contains("now") ? j.at("now").get<double>() : (m.history.empty() ? 0 : m.history.back().first);
   }
   std::istringstream rng(state.at("rng").get<std::string>());
   rng >> rng_;
+  more_trials_ = state.value("more_trials", true);
 }
 
 void PbtScheduler::end(int64_t trial) {
   Member& m = members_[trial];
   m.alive = false;
   m.waiting = false;
+  set_time_shared(trial, m, std::nullopt);
   if (synch_) plan_if_all_waiting();
 }
 
-// Bottom and top quantiles of the live trials with a score (Ray's rule:
-// ceil(n * fraction) each, at most half of them).
-void PbtScheduler::quantiles(std::vector<int64_t>* lower, std::vector<int64_t>* upper) const {
+// Ray's rule: the live trials with a score, ranked by (score, index); the
+// bottom and the top ceil(n * fraction) of them (at most half) are the lower
+// and upper quantiles. Returns the upper one, ascending, if `trial` is in the
+// lower one, else nothing. Linear but for sorting the upper quantile, which
+// only a trial in the lower one needs: with time sharing every member of a
+// large population is live and ranked at each boundary.
+std::vector<int64_t> PbtScheduler::upper_quantile_if_lower(int64_t trial) const {
+  const auto self = members_.find(trial);
+  if (self == members_.end() || !self->second.alive || std::isnan(self->second.score)) return {};
   std::vector<std::pair<double, int64_t>> ranked;
-  for (const auto& [trial, m] : members_) {
-    if (m.alive && !std::isnan(m.score)) ranked.emplace_back(m.score, trial);
+  ranked.reserve(members_.size());
+  for (const auto& [index, m] : members_) {
+    if (m.alive && !std::isnan(m.score)) ranked.emplace_back(m.score, index);
   }
-  std::sort(ranked.begin(), ranked.end());
-  if (ranked.size() <= 1) return;
+  if (ranked.size() <= 1) return {};
   auto n = static_cast<size_t>(std::ceil(static_cast<double>(ranked.size()) * quantile_));
   n = std::min(n, ranked.size() / 2);
-  for (size_t i = 0; i < n; ++i) lower->push_back(ranked[i].second);
-  for (size_t i = ranked.size() - n; i < ranked.size(); ++i) upper->push_back(ranked[i].second);
+  const std::pair<double, int64_t> key{self->second.score, trial};
+  const auto below = static_cast<size_t>(
+      std::count_if(ranked.begin(), ranked.end(), [&key](const std::pair<double, int64_t>& r) { return r < key; }));
+  if (below >= n) return {};
+  const auto top = ranked.end() - static_cast<std::ptrdiff_t>(n);
+  std::nth_element(ranked.begin(), top, ranked.end());
+  std::sort(top, ranked.end());
+  std::vector<int64_t> upper;
+  for (auto it = top; it != ranked.end(); ++it) upper.push_back(it->second);
+  return upper;
 }
 
 TrialDecision PbtScheduler::decide(int64_t trial, double t) {
-  std::vector<int64_t> lower, upper;
-  quantiles(&lower, &upper);
-  if (std::find(lower.begin(), lower.end(), trial) == lower.end()) return TrialDecision::next();
+  const std::vector<int64_t> upper = upper_quantile_if_lower(trial);
   std::vector<int64_t> donors;
   for (int64_t u : upper) {
     if (members_[u].has_checkpoint && u != trial) donors.push_back(u);
@@ -221,9 +286,12 @@ TrialDecision PbtScheduler::decide(int64_t trial, double t) {
   // is past `t` again. Exploits of a trial thus happen at ever later times,
   // and a trial cloned back in time cannot be cloned back at every
   // perturbation and never reach the end of the sweep.
+  // `now`, not the donor's last result: a donor exploited since then (and not
+  // yet run again) is where its own donor was.
   const Member& from = members_[donor];
-  const bool behind = !from.history.empty() && from.history.back().first < t;
+  const bool behind = from.now < t;
   members_[trial].last_perturb = behind ? t : from.last_perturb;
+  members_[trial].now = from.now;
   return TrialDecision::exploit(donor, std::move(config));
 }
 

@@ -11,11 +11,15 @@
 // moves a list value to a neighbouring entry.
 // synch: every live trial pauses at the interval boundary; once all are there
 // the quantiles are taken once and the losers exploit as they are resumed.
+// Otherwise (asynchronous, Ray's default) a trial at its boundary is decided
+// on at once, and pauses if other trials wait for a slot (time sharing, as
+// Ray does: a population larger than the slots advances together).
 #pragma once
 
 #include <map>
 #include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -43,6 +47,7 @@ class PbtScheduler : public Scheduler {
   bool may_decide(int64_t trial, int64_t training_iteration) const override;
   std::optional<int64_t> choose_trial_to_run(const std::vector<int64_t>& paused) override;
   TrialDecision on_trial_resume(int64_t trial) override;
+  void on_no_more_trials() override { more_trials_ = false; }
   Json save_state() const override;
   void restore_state(const Json& state) override;
 
@@ -51,10 +56,14 @@ class PbtScheduler : public Scheduler {
     Json config;
     double score = NAN;  // latest, in max-form
     double last_perturb = 0;
+    double now = 0;  // time_attr of its state: its latest result's, or its donor's after an exploit
     bool has_checkpoint = false;
+    int64_t checkpoint_iteration = -1;  // of its latest checkpoint
     bool alive = true;
     bool waiting = false;               // synch: paused at the boundary
-    std::optional<TrialDecision> plan;  // synch: what happens when it resumes
+    bool paused = false;                // async: gave its slot up at the boundary (time sharing)
+    double paused_at = 0;               // ... at this time_attr
+    std::optional<TrialDecision> plan;  // what happens when it resumes (synch or time sharing)
     // (time, score) at each result (PB2 fits its model on them).
     std::vector<std::pair<double, double>> history;
   };
@@ -82,14 +91,17 @@ class PbtScheduler : public Scheduler {
 
   void parse_mutations(const SchedulerParams& p);
   void end(int64_t trial);
-  void quantiles(std::vector<int64_t>* lower, std::vector<int64_t>* upper) const;
+  std::vector<int64_t> upper_quantile_if_lower(int64_t trial) const;
   TrialDecision decide(int64_t trial, double t);
   void plan_if_all_waiting();
+  void set_time_shared(int64_t trial, Member& m, std::optional<double> at);
 
   std::string time_attr_, metric_;
   double sign_ = -1, interval_ = 60, burn_in_ = 0, quantile_ = 0.25, resample_ = 0.25;
   std::vector<double> factors_ = {1.2, 0.8};
   bool synch_ = false;
+  bool more_trials_ = true;                          // until on_no_more_trials()
+  std::set<std::pair<double, int64_t>> time_shared_;  // (paused_at, trial) of the members paused by time sharing
   std::vector<Mutation> mutations_;
   std::map<int64_t, Member> members_;
   std::mt19937_64 rng_;

@@ -49,6 +49,15 @@ Json pbt_params(uint64_t seed, double resample, std::vector<double> factors) {
           {"hyperparam_mutations", {{"h0", {{"uniform", {0.0, 1.0}}}}, {"h1", {{"uniform", {0.0, 1.0}}}}}}};
 }
 
+// PBT on training_iteration with one mutable key x in [0, 1], the bottom and
+// top half as quantiles, minimising loss.
+std::unique_ptr<Scheduler> iteration_pbt(int interval) {
+  return make_scheduler("pbt",
+                        {{"time_attr", "training_iteration"}, {"perturbation_interval", interval}, {"quantile_fraction", 0.5},
+                         {"hyperparam_mutations", {{"x", {{"uniform", {0, 1}}}}}}},
+                        "loss", "min");
+}
+
 // Explore only: every 4 steps a worker perturbs its own h (no copying of θ).
 class ExploreOnly : public Scheduler {
  public:
@@ -118,6 +127,7 @@ TEST(Pbt, ListValuesMoveToANeighbour) {
                           "loss", "min");
   s->on_trial_add(0, {{"bs", 32}});
   s->on_trial_add(1, {{"bs", 128}});
+  s->on_no_more_trials();  // the whole population runs: no trial waits for a slot
   s->on_checkpoint(0, 1);
   s->on_checkpoint(1, 1);
   EXPECT_EQ(s->on_result(0, {{"training_iteration", 1}, {"loss", 0.1}}).action, TrialAction::kContinue);
@@ -128,12 +138,10 @@ TEST(Pbt, ListValuesMoveToANeighbour) {
 }
 
 TEST(Pbt, NeverUsesADonorWithoutACheckpoint) {
-  auto s = make_scheduler("pbt",
-                          {{"time_attr", "training_iteration"}, {"perturbation_interval", 1}, {"quantile_fraction", 0.5},
-                           {"hyperparam_mutations", {{"x", {{"uniform", {0, 1}}}}}}},
-                          "loss", "min");
+  auto s = iteration_pbt(1);
   s->on_trial_add(0, {{"x", 0.5}});
   s->on_trial_add(1, {{"x", 0.7}});
+  s->on_no_more_trials();  // the whole population runs: no trial waits for a slot
   EXPECT_EQ(s->on_result(0, {{"training_iteration", 1}, {"loss", 0.1}}).action, TrialAction::kContinue);
   EXPECT_EQ(s->on_result(1, {{"training_iteration", 1}, {"loss", 0.9}}).action, TrialAction::kContinue);
   s->on_checkpoint(0, 2);
@@ -145,12 +153,10 @@ TEST(Pbt, NeverUsesADonorWithoutACheckpoint) {
 // trial perturbs again only once past the time of that exploit: its exploits
 // happen at ever later times, so it cannot be sent back at every boundary.
 TEST(Pbt, ATrialClonedBackInTimeIsExploitedAgainOnlyPastThatTime) {
-  auto s = make_scheduler("pbt",
-                          {{"time_attr", "training_iteration"}, {"perturbation_interval", 2}, {"quantile_fraction", 0.5},
-                           {"hyperparam_mutations", {{"x", {{"uniform", {0, 1}}}}}}},
-                          "loss", "min");
+  auto s = iteration_pbt(2);
   s->on_trial_add(0, {{"x", 0.5}});
   s->on_trial_add(1, {{"x", 0.7}});
+  s->on_no_more_trials();  // the whole population runs: no trial waits for a slot
   s->on_checkpoint(0, 2);
   EXPECT_EQ(s->on_result(0, {{"training_iteration", 2}, {"loss", 0.1}}).action, TrialAction::kContinue);
   // Trial 1 is at 6, its donor (trial 0, the better one) at 2: cloned back to 2.
@@ -158,6 +164,103 @@ TEST(Pbt, ATrialClonedBackInTimeIsExploitedAgainOnlyPastThatTime) {
   for (int t = 3; t <= 7; ++t)
     EXPECT_EQ(s->on_result(1, {{"training_iteration", t}, {"loss", 0.9}}).action, TrialAction::kContinue) << t;
   EXPECT_EQ(s->on_result(1, {{"training_iteration", 8}, {"loss", 0.9}}).action, TrialAction::kExploit);
+}
+
+// Ray's time sharing: with more trials than slots, a trial at a boundary
+// gives its slot up while others wait, and the one furthest behind runs next,
+// so the population advances together (without it, trials 0 and 1 would run
+// all 12 iterations before trial 2 starts).
+TEST(Pbt, APopulationLargerThanTheSlotsAdvancesTogether) {
+  Json params = pbt_params(1, 0.25, {1.2, 0.8});
+  params["quantile_fraction"] = 0.0;  // no exploits: iterations only move forward
+  auto s = make_scheduler("pbt", params, "q", "max");
+  SimulationOptions o;
+  o.workers = 2;
+  o.num_trials = 8;
+  o.max_iterations = 12;
+  o.metric = "q";
+  o.config_of = [](int64_t i) { return Json{{"h0", 0.1 * static_cast<double>(i)}, {"h1", 0.5}}; };
+  std::vector<std::pair<int64_t, int64_t>> order;  // (h0 * 10 = trial, iteration) as steps run
+  o.step = [&order](const Json& c, std::vector<double>&, int64_t it) {
+    order.emplace_back(std::lround(c["h0"].get<double>() * 10), it);
+    return c["h0"].get<double>() * static_cast<double>(it);
+  };
+  SimulationResult r = simulate(*s, o);
+  std::vector<int64_t> done(8, 0);
+  for (const auto& [trial, it] : order) {
+    const int64_t boundary = (it - 1) / 4 * 4;  // the last boundary before this iteration
+    for (int64_t other = 0; other < 8; ++other)
+      ASSERT_GE(done[other], boundary) << "trial " << trial << " ran iteration " << it << " before trial " << other
+                                       << " reached " << boundary;
+    done[trial] = it;
+  }
+  for (const auto& t : r.trials) {
+    EXPECT_EQ(t.iterations, 12);
+    EXPECT_EQ(t.status, "TERMINATED");
+    EXPECT_EQ(t.pauses, 2);  // at 4 and 8; 12 ends the trial
+  }
+  EXPECT_DOUBLE_EQ(r.utilization(), 1.0);  // 8 x 12 steps on 2 workers, no slot idle
+}
+
+// A trial pauses only where it can resume as it is: continuing, with a
+// checkpoint at the boundary's iteration, and only while another trial waits
+// (an exploit restarts from the donor's checkpoint at once). The paused one
+// furthest behind runs first.
+TEST(Pbt, TimeSharingPausesOnlyResumableTrialsWhileOthersWait) {
+  auto s = iteration_pbt(2);
+  for (int i = 0; i < 3; ++i) s->on_trial_add(i, {{"x", 0.1 * i}});
+  // More trials may come: at its boundary with a checkpoint there, trial 0 pauses.
+  s->on_checkpoint(0, 2);
+  EXPECT_EQ(s->on_result(0, {{"training_iteration", 1}, {"loss", 0.5}}).action, TrialAction::kContinue);
+  EXPECT_EQ(s->on_result(0, {{"training_iteration", 2}, {"loss", 0.5}}).action, TrialAction::kPause);
+  // Trial 1's latest checkpoint is older than its boundary: it keeps its slot.
+  s->on_checkpoint(1, 1);
+  EXPECT_EQ(s->on_result(1, {{"training_iteration", 2}, {"loss", 0.1}}).action, TrialAction::kContinue);
+  s->on_no_more_trials();
+  // Trial 2 has no checkpoint at 2 and keeps its slot; at 4 it has one, and as
+  // trial 0 is paused (it waits), trial 2 pauses too.
+  EXPECT_EQ(s->on_result(2, {{"training_iteration", 2}, {"loss", 0.3}}).action, TrialAction::kContinue);
+  s->on_checkpoint(2, 4);
+  EXPECT_EQ(s->on_result(2, {{"training_iteration", 4}, {"loss", 0.3}}).action, TrialAction::kPause);
+  // Furthest behind first: trial 0 (at 2), then trial 2 (at 4).
+  EXPECT_EQ(s->choose_trial_to_run({0, 2}), std::optional<int64_t>(0));
+  EXPECT_EQ(s->on_trial_resume(0).action, TrialAction::kContinue);
+  EXPECT_EQ(s->choose_trial_to_run({2}), std::optional<int64_t>(2));
+  EXPECT_EQ(s->on_trial_resume(2).action, TrialAction::kContinue);
+  // Nobody waits any more: a boundary decides and the trial keeps its slot.
+  s->on_checkpoint(0, 4);
+  EXPECT_EQ(s->on_result(0, {{"training_iteration", 4}, {"loss", 0.5}}).action, TrialAction::kExploit);
+}
+
+// A donor exploited since its last result (and not run again yet) is where
+// its own donor was: a trial cloned from it keeps that clock, as from any
+// donor ahead of it, and is not treated as sent back in time.
+TEST(Pbt, ACloneOfARecentCloneTakesItsDonorsClock) {
+  auto s = iteration_pbt(3);
+  for (int i = 0; i < 3; ++i) s->on_trial_add(i, {{"x", 0.1 * i}});
+  s->on_no_more_trials();
+  for (int t : {3, 6, 9}) {
+    s->on_checkpoint(0, t);
+    EXPECT_EQ(s->on_result(0, {{"training_iteration", t}, {"loss", 0.1}}).action, TrialAction::kContinue);
+  }
+  // Trial 1 (at 3) clones trial 0 (at 9): it is now at 9.
+  s->on_checkpoint(1, 3);
+  TrialDecision d = s->on_result(1, {{"training_iteration", 3}, {"loss", 0.9}});
+  ASSERT_EQ(d.action, TrialAction::kExploit);
+  EXPECT_EQ(d.donor, 0);
+  s->on_checkpoint(1, 9);  // the driver's copy of trial 0's checkpoint
+  s->on_trial_complete(0, nullptr);
+  // Trial 2 (at 6, worst) clones trial 1, which is at 9, ahead of it.
+  s->on_checkpoint(2, 3);
+  EXPECT_EQ(s->on_result(2, {{"training_iteration", 3}, {"loss", 0.05}}).action, TrialAction::kContinue);
+  s->on_checkpoint(2, 6);
+  d = s->on_result(2, {{"training_iteration", 6}, {"loss", 0.95}});
+  ASSERT_EQ(d.action, TrialAction::kExploit);
+  EXPECT_EQ(d.donor, 1);
+  // Restored at 9 with trial 1's clock (9): its next boundary is 12, not 10.
+  EXPECT_FALSE(s->may_decide(2, 10));
+  EXPECT_FALSE(s->may_decide(2, 11));
+  EXPECT_TRUE(s->may_decide(2, 12));
 }
 
 TEST(Pbt, SynchWaitsForThePopulationAtEachBoundary) {

@@ -138,6 +138,20 @@ TEST(BuiltinSchedulers, PbtExploitsAreRecordedAndTrialsContinue) {
     EXPECT_EQ(e.iteration % 3, 0);
     EXPECT_GT(e.donor_iteration, 0);
   }
+  // 4 trials on 2 slots share them (Ray's time sharing): a trial that goes
+  // on as it is at a boundary gives its slot up while others wait, so every
+  // trial has started before any reaches the end (one after the other, trials
+  // 2 and 3 would start only once 0 and 1 had ended). Only a trial exploited
+  // at each of its 8 boundaries keeps its slot throughout.
+  double last_start = 0, first_end = 1e300;
+  for (const auto& [id, t] : by_id) {
+    const auto rows = store->results(id);
+    ASSERT_FALSE(rows.empty());
+    last_start = std::max(last_start, rows.front().time);
+    for (const auto& row : rows)
+      if (row.iteration == 27) first_end = std::min(first_end, row.time);
+  }
+  EXPECT_LT(last_start, first_end);
   // Every trial runs to the end; its iterations go on by one, except where it
   // exploited: there it goes on from the donor's iteration (as in Ray).
   for (const auto& [id, t] : by_id) {
