@@ -399,6 +399,31 @@ void expect_restore_continues(const std::string& type, const Json& params) {
   }
 }
 
+// A PBT state saved before time sharing (no paused members, no "now", no
+// checkpoint iterations, no "more_trials") still restores: nothing paused,
+// each member's time its latest result's, more trials possible.
+TEST(SchedulerState, APbtStateFromBeforeTimeSharingRestores) {
+  auto a = iteration_pbt(2);
+  for (int i = 0; i < 3; ++i) a->on_trial_add(i, {{"x", 0.1 * i}});
+  for (int i = 0; i < 3; ++i) {
+    a->on_checkpoint(i, 1);
+    (void)a->on_result(i, {{"training_iteration", 1}, {"loss", 0.1 * (i + 1)}});
+  }
+  Json old = a->save_state();
+  old.erase("more_trials");
+  for (Json& m : old["members"])
+    for (const char* key : {"paused", "paused_at", "now", "checkpoint_iteration"}) m.erase(key);
+  auto b = iteration_pbt(2);
+  ASSERT_NO_THROW(b->restore_state(old));
+  EXPECT_EQ(b->choose_trial_to_run({0, 1, 2}), std::nullopt);  // more trials may come: new ones first
+  b->on_no_more_trials();
+  b->on_checkpoint(2, 2);
+  // Trial 2 (worst) at its boundary clones trial 0 (best, at 1: behind it).
+  TrialDecision d = b->on_result(2, {{"training_iteration", 2}, {"loss", 0.9}});
+  ASSERT_EQ(d.action, TrialAction::kExploit);
+  EXPECT_EQ(d.donor, 0);
+}
+
 TEST(SchedulerState, RestoredSchedulersContinueTheSameDecisions) {
   expect_restore_continues("asha", {{"reduction_factor", 3}, {"max_t", 27}, {"brackets", 2}});
   expect_restore_continues("asha", {{"reduction_factor", 3}, {"max_t", 27}, {"promotion", true}});
