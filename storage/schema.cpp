@@ -191,6 +191,11 @@ void migrate(SQLite::Database& db, const std::string& dir, const std::string& pa
 }
 
 void check_store(SQLite::Database& db, const std::string& dir, const std::string& path) {
+  // One read snapshot for every check: a driver creating the store commits
+  // its schema and user_version together, and a reader that read them in
+  // separate snapshots could see version 0 and then the tables, which reads
+  // as a foreign database.
+  SQLite::Transaction snapshot(db, SQLite::TransactionBehavior::DEFERRED);
   int version = user_version(db);
   if (version > kSchemaVersion) throw Error(newer_schema_message(dir, version));
   if (version == 0 && db.execAndGet("SELECT count(*) FROM sqlite_master").getInt() == 0) {
@@ -213,6 +218,7 @@ void check_store(SQLite::Database& db, const std::string& dir, const std::string
   if (!s.executeStep() || s.getColumn(0).getString() != "tune") {
     throw Error(path + " is not a tune store (meta.created_by is not 'tune')");
   }
+  snapshot.commit();
 }
 
 }  // namespace tune::storage_internal

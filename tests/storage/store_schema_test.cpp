@@ -3,8 +3,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include "storage/internal/sqlite_store.h"
 #include "storage/store.h"
@@ -140,6 +144,40 @@ TEST(StoreOpen, AnEmptyDatabaseReadsAsAStoreNotCreatedYet) {
   auto store = Store::open(tmp.path());
   EXPECT_FALSE(store->find_experiment("x").has_value());
   EXPECT_NO_THROW(Store::open(tmp.path(), true));
+}
+
+// The same race for real, bounded in count and time: readers (the CLI, the
+// report) polling a store a driver is creating see "no store yet" or the
+// store, and never "not a tune store" (the schema's commit falling between
+// the reader's reads of its version and of its tables).
+TEST(StoreOpen, AReaderRacingTheStoresCreationSeesNoStoreYetOrTheStore) {
+  TempDir tmp;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(8);
+  std::vector<std::string> wrong;
+  int rounds = 0, reader_opens = 0;
+  for (; rounds < 300 && std::chrono::steady_clock::now() < deadline; ++rounds) {
+    const std::string dir = tmp.file("s" + std::to_string(rounds));
+    fs::create_directories(dir);
+    std::atomic<bool> created{false};
+    std::thread reader([&] {
+      for (;;) {
+        const bool writer_done = created.load();
+        ++reader_opens;
+        const std::string error = open_error(dir, true);
+        if (error == "(no error)") return;
+        const bool not_yet = error.find("no tune store at " + dir) == 0;
+        if (!not_yet || writer_done) {
+          wrong.push_back(error);
+          return;
+        }
+      }
+    });
+    Store::open(dir);
+    created = true;
+    reader.join();
+  }
+  EXPECT_THAT(wrong, ::testing::IsEmpty()) << "after " << rounds << " stores";
+  EXPECT_GT(reader_opens, rounds);  // the reader did poll while stores were made
 }
 
 TEST(StoreOpen, ReadOnlyOpenOfAMissingStoreFailsAndCreatesNothing) {
