@@ -1,4 +1,4 @@
-// Internal: what the model-based searchers (bayes, tpe) share: the
+// Internal: what the model-based searchers (bayes, tpe, nsga2) share: the
 // points_to_evaluate first, then the model's proposals; the configs handed out
 // and the trials finished, restored from the store on resume.
 #pragma once
@@ -16,7 +16,7 @@ namespace tune::internal {
 
 class ModelSearcher : public Searcher {
  public:
-  // `algorithm` names the searcher in messages ("bayes", "tpe").
+  // `algorithm` names the searcher in messages ("bayes", "tpe", "nsga2").
   ModelSearcher(const SearchOptions& options, uint64_t seed, const SearchSpace& space, std::vector<Json> points,
                 int64_t total, const std::string& algorithm);
 

@@ -195,6 +195,19 @@ std::vector<double> ModelSpace::snap_unit(const std::vector<double>& u) const {
   return out;
 }
 
+std::optional<double> observed_loss(const Observation& o, const std::string& metric, const std::string& mode) {
+  if (o.error || !o.last_result.is_object()) return std::nullopt;
+  const Json* value = find_path(o.last_result, metric);
+  if (!value) {
+    auto it = o.last_result.find(metric);
+    if (it != o.last_result.end()) value = &*it;
+  }
+  if (!value || !value->is_number()) return std::nullopt;
+  const double x = value->get<double>();
+  if (!std::isfinite(x)) return std::nullopt;
+  return mode == "max" ? -x : x;
+}
+
 std::vector<ScoredTrial> score_trials(const std::vector<Observation>& observations, const std::string& metric,
                                       const std::string& mode) {
   std::vector<ScoredTrial> out;
@@ -202,19 +215,11 @@ std::vector<ScoredTrial> score_trials(const std::vector<Observation>& observatio
     ScoredTrial t;
     t.index = o.trial_index;
     t.config = o.config;
+    if (auto loss = observed_loss(o, metric, mode)) {
+      t.ok = true;
+      t.loss = *loss;
+    }
     if (!o.error && o.last_result.is_object()) {
-      const Json* value = find_path(o.last_result, metric);
-      if (!value) {
-        auto it = o.last_result.find(metric);
-        if (it != o.last_result.end()) value = &*it;
-      }
-      if (value && value->is_number()) {
-        const double x = value->get<double>();
-        if (std::isfinite(x)) {
-          t.ok = true;
-          t.loss = mode == "max" ? -x : x;
-        }
-      }
       auto it = o.last_result.find("training_iteration");
       if (it != o.last_result.end() && it->is_number()) t.budget = it->get<double>();
     }

@@ -90,6 +90,11 @@ struct ScoredTrial {
   bool below_full_budget = false;  // stopped before the largest budget any ok trial reached
 };
 
+// The metric in a trial's last result (a dotted name reads a nested value)
+// oriented for minimization (negated for mode max); nullopt when the trial
+// failed or has no finite value for it.
+std::optional<double> observed_loss(const Observation& o, const std::string& metric, const std::string& mode);
+
 // Reads the metric from observations (error / missing / NaN -> ok = false)
 // and marks trials stopped at a lower budget than the largest one seen.
 // Sorted by trial index.
@@ -111,6 +116,10 @@ std::unique_ptr<Searcher> make_bayes_searcher(const SearchOptions& options, uint
                                               const std::vector<Json>& points_to_evaluate, int64_t total);
 std::unique_ptr<Searcher> make_tpe_searcher(const SearchOptions& options, uint64_t seed, const SearchSpace& space,
                                             const std::vector<Json>& points_to_evaluate, int64_t total);
+// The "nsga2" searcher (search/nsga2_searcher.cpp): options.objectives, or
+// the one metric/mode when it is empty.
+std::unique_ptr<Searcher> make_nsga2_searcher(const SearchOptions& options, uint64_t seed, const SearchSpace& space,
+                                              const std::vector<Json>& points_to_evaluate, int64_t total);
 
 // Testing hook: log-density of the TPE Parzen estimator built from the
 // `observed` configs (one joint estimator over every variable), at `at`.

@@ -23,9 +23,17 @@
 
 namespace tune {
 
+// One of the metrics a multi-objective sweep optimizes together (Optuna's
+// `directions`, Ray Tune's metric/mode lists).
+struct Objective {
+  std::string metric;
+  std::string mode;  // "min" | "max"
+  bool operator==(const Objective& o) const { return metric == o.metric && mode == o.mode; }
+};
+
 // Options shared by the sweep file's `search:` block, the CLI and the C++ API.
 struct SearchOptions {
-  // "random" | "grid" | "bayes" | "tpe". Default: "random".
+  // "random" | "grid" | "bayes" | "tpe" | "nsga2". Default: "random".
   std::string algorithm = "random";
   // Seed of the sample stream. Default: unset (a random seed is drawn and
   // recorded in the store, so `tune resume` continues the same stream).
@@ -35,8 +43,12 @@ struct SearchOptions {
   // by make_searcher (docs/SEARCH.md lists them). random/grid take none.
   Json params = Json::object();
   // The metric to optimize and "min" | "max"; the driver fills them from the
-  // experiment. Required by bayes and tpe.
+  // experiment. Required by bayes, tpe and nsga2.
   std::string metric, mode;
+  // A multi-objective sweep: every metric with its mode, two or more, the
+  // first being metric/mode. Empty with one metric. Accepted by nsga2, random
+  // and grid; bayes and tpe model one metric and refuse it (ConfigError).
+  std::vector<Objective> objectives;
 };
 
 // One finished trial, as the searcher sees it.
@@ -68,11 +80,13 @@ class Searcher {
 
 // Builds the searcher for options.algorithm. Throws ConfigError (no
 // file/line; the caller adds them) for an unknown algorithm, bad params, a
-// space the algorithm cannot search, or a missing metric/mode for bayes/tpe.
+// space the algorithm cannot search, a missing metric/mode for bayes, tpe or
+// nsga2, malformed objectives, or objectives given to bayes or tpe.
 //
-// "bayes" and "tpe" (search/bayes_searcher.cpp, search/tpe_searcher.cpp,
-// docs/SEARCH.md): points_to_evaluate first, then model-based suggestions;
-// total = max(num_samples, len(points_to_evaluate)); grid_search is rejected.
+// "bayes", "tpe" and "nsga2" (search/bayes_searcher.cpp,
+// search/tpe_searcher.cpp, search/nsga2_searcher.cpp, docs/SEARCH.md):
+// points_to_evaluate first, then model-based suggestions; total =
+// max(num_samples, len(points_to_evaluate)); grid_search is rejected.
 //
 // The "random" / "grid" searcher (Ray's BasicVariantGenerator semantics):
 // points_to_evaluate come first (missing keys are sampled) and count toward

@@ -1,4 +1,4 @@
-// The built-in pure-function trainables: branin, hartmann6 and synthetic.
+// The built-in pure-function trainables: branin, hartmann6, zdt1 and synthetic.
 #include <unistd.h>
 
 #include <chrono>
@@ -52,6 +52,24 @@ void hartmann6_trainable(Session& session) {
   std::array<double, 6> x{};
   for (int i = 0; i < 6; ++i) x[i] = number(c, ("x" + std::to_string(i)).c_str(), 0.5);
   noisy_curve(session, test_functions::hartmann6(x));
+}
+
+// zdt1: two objectives (f1, f2) of x0..x{n-1} in [0, 1], n >= 2 (the
+// config's consecutive x keys), reported once per iteration without noise:
+// a multi-objective sweep's demo and test.
+void zdt1_trainable(Session& session) {
+  const Json& c = session.config();
+  std::vector<double> x;
+  while (c.contains("x" + std::to_string(x.size()))) {
+    const std::string key = "x" + std::to_string(x.size());
+    const double v = number(c, key.c_str(), 0);
+    if (v < 0 || v > 1) throw std::invalid_argument("config '" + key + "' must be in [0, 1]");
+    x.push_back(v);
+  }
+  if (x.size() < 2) throw std::invalid_argument("zdt1 needs parameters x0 and x1 (and optionally x2, x3, ...)");
+  const auto [f1, f2] = test_functions::zdt1(x);
+  const int64_t iterations = static_cast<int64_t>(number(c, "iterations", 1));
+  for (int64_t i = session.iteration() + 1; i <= iterations; ++i) session.report({{"f1", f1}, {"f2", f2}});
 }
 
 // synthetic: a configurable curve for demos, tests and benchmarks.
@@ -135,6 +153,8 @@ void register_builtin_trainables() {
                        {true, "Branin function of x0, x1 with noise shrinking per iteration", {}});
     register_trainable("hartmann6", hartmann6_trainable,
                        {true, "Hartmann6 function of x0..x5 with noise shrinking per iteration", {}});
+    register_trainable("zdt1", zdt1_trainable,
+                       {true, "ZDT1: two objectives f1, f2 (both min) of x0..xN in [0, 1]", {}});
     register_trainable("synthetic", synthetic_trainable,
                        {true, "configurable curve for tests and benchmarks", {}});
     return true;

@@ -33,4 +33,12 @@ double hartmann6(const std::array<double, 6>& x) {
   return -total;
 }
 
+std::array<double, 2> zdt1(const std::vector<double>& x) {
+  double rest = 0;
+  for (size_t i = 1; i < x.size(); ++i) rest += x[i];
+  const double f1 = x.at(0);
+  const double g = 1 + 9 * rest / static_cast<double>(x.size() - 1);
+  return {f1, g * (1 - std::sqrt(f1 / g))};
+}
+
 }  // namespace tune::test_functions

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <vector>
 
 namespace tune::test_functions {
 
@@ -16,5 +17,11 @@ inline constexpr double kBraninMinimum = 0.39788735772973816;
 // (0.20169, 0.150011, 0.476874, 0.275332, 0.311652, 0.6573).
 double hartmann6(const std::array<double, 6>& x);
 inline constexpr double kHartmann6Minimum = -3.322368011391339;
+
+// ZDT1 (Zitzler, Deb & Thiele 2000), two objectives to minimize of n >= 2
+// variables in [0, 1]: f1 = x0, g = 1 + 9 * mean(x1..), f2 = g * (1 -
+// sqrt(f1 / g)). The Pareto front is f2 = 1 - sqrt(f1), f1 in [0, 1], where
+// every variable but x0 is 0.
+std::array<double, 2> zdt1(const std::vector<double>& x);
 
 }  // namespace tune::test_functions

@@ -11,6 +11,7 @@
 #include "storage/analysis.h"
 #include "base/error.h"
 #include "base/names.h"
+#include "tuner/pareto_front.h"
 #include "tuner/progress.h"
 #include "tuner/sweep_spec.h"
 #include "tuner/session_base.h"
@@ -96,12 +97,17 @@ int list_experiments(const QueryOptions& options, std::ostream& out) {
     auto trials = store->trials(e.id);
     std::map<std::string, int> counts;
     for (const auto& t : trials) counts[t.status]++;
-    list.push_back({{"name", e.name}, {"status", e.status}, {"metric", e.metric}, {"mode", e.mode},
-                    {"trials", trials.size()}, {"counts", counts}, {"created_at", e.created_at},
-                    {"updated_at", e.updated_at}});
+    const auto objectives = internal::experiment_objectives(e);
+    Json entry = {{"name", e.name}, {"status", e.status}, {"metric", e.metric}, {"mode", e.mode},
+                  {"trials", trials.size()}, {"counts", counts}, {"created_at", e.created_at},
+                  {"updated_at", e.updated_at}};
+    if (!objectives.empty()) entry["objectives"] = objectives_to_json(objectives);
+    list.push_back(std::move(entry));
+    const std::string metric = !objectives.empty() ? internal::describe_objectives(objectives)
+                               : e.metric.empty()  ? ""
+                                                   : e.metric + " (" + e.mode + ")";
     rows.push_back({e.name, e.status, std::to_string(trials.size()), std::to_string(counts[kTerminated]),
-                    std::to_string(counts[kError]), e.metric.empty() ? "" : e.metric + " (" + e.mode + ")",
-                    time_text(e.created_at)});
+                    std::to_string(counts[kError]), metric, time_text(e.created_at)});
   }
   if (options.format == "json") {
     out << list.dump(2) << "\n";
@@ -265,9 +271,57 @@ int list_trials(const QueryOptions& options, std::ostream& out) {
   return 0;
 }
 
+namespace {
+
+// `tune best` of a multi-objective experiment without --metric: its Pareto
+// front (Optuna's best_trials), a row per trial.
+int show_pareto_front(Store& store, const ExperimentRecord& experiment, const std::vector<Objective>& objectives,
+                      const QueryOptions& options, std::ostream& out) {
+  const auto front = internal::pareto_trials(store, experiment, objectives, options.scope);
+  if (front.empty())
+    throw NotFoundError("no trial of '" + experiment.name + "' has reported all of " +
+                        internal::describe_objectives(objectives) + " yet");
+  if (options.format == "json") {
+    Json members = Json::array();
+    for (const auto& m : front) {
+      Json values = Json::object();
+      for (size_t i = 0; i < objectives.size(); ++i) values[objectives[i].metric] = m.values[i];
+      members.push_back({{"trial_index", m.trial.trial_index}, {"trial_name", internal::trial_name(m.trial.trial_index)},
+                         {"status", m.trial.status}, {"values", values}, {"config", m.trial.config},
+                         {"metrics", m.metrics},
+                         {"checkpoint", m.checkpoint_path.empty() ? Json(nullptr) : Json(m.checkpoint_path)}});
+    }
+    out << Json{{"experiment", experiment.name}, {"objectives", objectives_to_json(objectives)},
+                {"scope", options.scope}, {"pareto_front", members}}
+               .dump(2)
+        << "\n";
+    return 0;
+  }
+  out << fmt::format("Pareto front of {}: {} trials no other trial beats on {} (scope {})\n", experiment.name, front.size(),
+                     internal::describe_objectives(objectives), options.scope);
+  std::vector<std::string> header = {"trial", "status"};
+  for (const auto& o : objectives) header.push_back(o.metric);
+  header.push_back("config");
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& m : front) {
+    std::vector<std::string> row = {internal::trial_name(m.trial.trial_index), m.trial.status};
+    for (double v : m.values) row.push_back(format_value(v));
+    row.push_back(m.trial.config.dump());
+    rows.push_back(std::move(row));
+  }
+  out << render_table(header, rows);
+  return 0;
+}
+
+}  // namespace
+
 int show_best(const QueryOptions& options, std::ostream& out) {
   auto store = open_store(options);
   ExperimentRecord experiment = find(*store, options);
+  if (options.metric.empty()) {
+    const auto objectives = internal::experiment_objectives(experiment);
+    if (!objectives.empty()) return show_pareto_front(*store, experiment, objectives, options, out);
+  }
   const std::string metric = options.metric.empty() ? experiment.metric : options.metric;
   const std::string mode = options.mode.empty() ? (experiment.mode.empty() ? "min" : experiment.mode) : options.mode;
   auto best = best_trial(*store, experiment, metric, mode, options.scope);
@@ -297,17 +351,26 @@ int show_status(const QueryOptions& options, std::ostream& out) {
   std::map<std::string, int> counts;
   for (const auto& t : trials) counts[t.status]++;
   Json best = nullptr;
-  if (!experiment.metric.empty()) {
+  const auto objectives = internal::experiment_objectives(experiment);
+  Json front = nullptr;
+  if (!objectives.empty()) {
+    front = Json::array();
+    for (const auto& m : internal::pareto_trials(*store, experiment, objectives, "last"))
+      front.push_back(internal::trial_name(m.trial.trial_index));
+  } else if (!experiment.metric.empty()) {
     if (auto b = best_trial(*store, experiment, experiment.metric, experiment.mode, "last")) {
       best = {{"trial_name", internal::trial_name(b->trial.trial_index)}, {"score", b->score}, {"config", b->trial.config}};
     }
   }
   if (options.format == "json") {
-    out << Json{{"experiment", experiment.name}, {"status", experiment.status}, {"trials", trials.size()},
+    Json status = {{"experiment", experiment.name}, {"status", experiment.status}, {"trials", trials.size()},
                 {"counts", counts}, {"metric", experiment.metric}, {"mode", experiment.mode}, {"best", best},
-                {"created_at", experiment.created_at}, {"updated_at", experiment.updated_at}}
-               .dump(2)
-        << "\n";
+                {"created_at", experiment.created_at}, {"updated_at", experiment.updated_at}};
+    if (!objectives.empty()) {
+      status["objectives"] = objectives_to_json(objectives);
+      status["pareto_front"] = front;
+    }
+    out << status.dump(2) << "\n";
     return 0;
   }
   out << fmt::format("experiment: {}\nstatus: {}\ncreated: {}\nupdated: {}\ntrials: {}", experiment.name,
@@ -315,6 +378,12 @@ int show_status(const QueryOptions& options, std::ostream& out) {
                      trials.size());
   for (const auto& [status, count] : counts) out << fmt::format(", {} {}", count, status);
   out << "\n";
+  if (!front.is_null()) {
+    std::vector<std::string> names;
+    for (const auto& name : front) names.push_back(name.get<std::string>());
+    out << fmt::format("pareto front ({}): {} trials{}{}\n", internal::describe_objectives(objectives), names.size(),
+                       names.empty() ? "" : ": ", join_names(names, ", "));
+  }
   if (!best.is_null()) {
     out << fmt::format("best: {} {} = {} config {}\n", best["trial_name"].get<std::string>(), experiment.metric,
                        format_value(best["score"]), best["config"].dump());

@@ -448,8 +448,11 @@ void Driver::print_progress(bool final) {
   }
   std::vector<std::string> sampled;
   for (const auto& parameter : sweep_.spec.param_space.parameters()) sampled.push_back(parameter.path);
+  // A multi-objective sweep shows every objective (ordered by the first).
+  std::vector<std::string> more_metrics;
+  for (size_t i = 1; i < sweep_.spec.objectives.size(); ++i) more_metrics.push_back(sweep_.spec.objectives[i].metric);
   std::cout << render_progress(sweep_.spec.name, sweep_.spec.metric, sweep_.spec.mode, rows, clock_.now() - started_,
-                               pool_.used(), pool_.total(), final, sampled, 20, eta());
+                               pool_.used(), pool_.total(), final, sampled, 20, eta(), more_metrics);
   if (const auto excluded = pool_.excluded(); !excluded.empty())
     std::cout << "hosts taken out after repeated losses: " << join_names(excluded) << "\n";
   std::cout << std::flush;

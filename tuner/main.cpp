@@ -162,6 +162,7 @@ int run_sweep(const std::string& command, const std::vector<std::string>& args) 
   std::signal(SIGTERM, on_signal);
   std::string experiment;
   std::vector<std::string> stop_keys;  // metric thresholds, checked against the results at the end
+  bool multi_objective = false;
   if (command == "run") {
     tune::internal::LoadedSweep loaded = tune::internal::read_sweep_file(target);
     if (parsed.vm.count("name")) loaded.spec.name = name;
@@ -169,6 +170,7 @@ int run_sweep(const std::string& command, const std::vector<std::string>& args) 
     // Everything is checked before the store exists: a bad sweep creates nothing.
     auto sweep = tune::internal::prepare_sweep(std::move(loaded.spec), run, {}, nullptr, loaded.source.get(), false);
     for (const auto& [key, threshold] : sweep.spec.stop.metric_thresholds) stop_keys.push_back(key);
+    multi_objective = !sweep.spec.objectives.empty();
     experiment = tune::internal::run_experiment(std::move(sweep), run, /*resume=*/false);
   } else {
     if (!tune::Store::exists(storage)) throw tune::NotFoundError("no tune store at " + storage);
@@ -178,6 +180,7 @@ int run_sweep(const std::string& command, const std::vector<std::string>& args) 
     spec.name = target;
     auto sweep = tune::internal::prepare_sweep(std::move(spec), run, {}, nullptr, nullptr, true);
     for (const auto& [key, threshold] : sweep.spec.stop.metric_thresholds) stop_keys.push_back(key);
+    multi_objective = !sweep.spec.objectives.empty();
     experiment = tune::internal::run_experiment(std::move(sweep), run, /*resume=*/true);
   }
   if (tune::internal::g_interrupt_requests.load() > 0) return 130;
@@ -186,6 +189,12 @@ int run_sweep(const std::string& command, const std::vector<std::string>& args) 
     std::cout << "experiment " << experiment << ": " << results.num_terminated() << " terminated, "
               << results.num_errors() << " errored; query with `tune trials " << experiment << "` and `tune best "
               << experiment << "`\n";
+    if (multi_objective) {
+      std::string names;
+      const auto front = results.pareto_front();
+      for (const auto& r : front) names += (names.empty() ? "" : ", ") + r.trial_name;
+      std::cout << "pareto front: " << front.size() << " trials" << (names.empty() ? "" : ": " + names) << "\n";
+    }
   }
   if (results.size() > 0 && results.num_errors() == static_cast<int>(results.size())) {
     // Said even with --quiet: exit status 1 alone explains nothing.

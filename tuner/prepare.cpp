@@ -98,6 +98,11 @@ PreparedSweep prepare_sweep(SweepSpec spec, const RunConfig& run, TrainableFunct
     } else if (spec.scheduler.type == "custom") {
       throw ConfigError("experiment '" + spec.name + "' ran a custom C++ scheduler: pass it again (Tuner::set_scheduler)");
     }
+    // A C++ spec may give only the objectives: metric/mode name the first.
+    if (!spec.objectives.empty() && spec.metric.empty() && spec.mode.empty()) {
+      spec.metric = spec.objectives[0].metric;
+      spec.mode = spec.objectives[0].mode;
+    }
     if (!resume && !spec.search.seed)
       spec.search.seed = std::random_device{}() ^ (uint64_t(std::random_device{}()) << 32);
     if (!spec.name.empty()) check_experiment_name(spec.name);

@@ -46,7 +46,8 @@ std::string render_table(const std::vector<std::string>& header,
 std::string render_progress(const std::string& experiment, const std::string& metric,
                             const std::string& mode, const std::vector<ProgressRow>& rows,
                             double elapsed_s, int used_slots, int slots, bool final,
-                            const std::vector<std::string>& sampled, size_t max_rows, std::optional<double> eta_s) {
+                            const std::vector<std::string>& sampled, size_t max_rows, std::optional<double> eta_s,
+                            const std::vector<std::string>& more_metrics) {
   std::map<std::string, int> counts;
   for (const auto& row : rows) counts[row.status]++;
   const std::string eta = eta_s && !final ? ", ETA " + format_duration(*eta_s) : "";
@@ -86,6 +87,7 @@ std::string render_progress(const std::string& experiment, const std::string& me
   for (const auto& p : params) header.push_back(p);
   header.push_back("iter");
   if (!metric.empty()) header.push_back(metric);
+  for (const auto& m : more_metrics) header.push_back(m);
   header.push_back("time_s");
 
   std::vector<std::vector<std::string>> table;
@@ -97,6 +99,7 @@ std::string render_progress(const std::string& experiment, const std::string& me
     const Json& r = row.last_result;
     cells.push_back(r.is_object() && r.contains("training_iteration") ? format_value(r["training_iteration"]) : "");
     if (!metric.empty()) cells.push_back(r.is_object() && r.contains(metric) ? format_value(r[metric]) : "");
+    for (const auto& m : more_metrics) cells.push_back(r.is_object() && r.contains(m) ? format_value(r[m]) : "");
     cells.push_back(r.is_object() && r.contains("time_total_s") ? fmt::format("{:.1f}", r["time_total_s"].get<double>()) : "");
     table.push_back(std::move(cells));
   }

@@ -27,7 +27,8 @@ std::string render_progress(const std::string& experiment, const std::string& me
                             const std::string& mode, const std::vector<ProgressRow>& rows,
                             double elapsed_s, int used_slots, int slots, bool final,
                             const std::vector<std::string>& sampled = {}, size_t max_rows = 20,
-                            std::optional<double> eta_s = std::nullopt);
+                            std::optional<double> eta_s = std::nullopt,
+                            const std::vector<std::string>& more_metrics = {});
 
 // What an ETA is estimated from.
 struct EtaInput {

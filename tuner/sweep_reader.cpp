@@ -162,6 +162,7 @@ class Reader {
     }
     if (!seen_.count("trainable")) throw ConfigError::at_key("", "missing required key 'trainable'");
     if (!seen_.count("param_space")) throw ConfigError::at_key("", "missing required key 'param_space'");
+    if (seen_.count("metric") || seen_.count("mode")) read_objectives(root, spec);
     if (!spec.metric.empty() && spec.mode.empty())
       throw ConfigError::at("metric", "metric '" + spec.metric + "' needs a mode (min or max)");
     if (spec.metric.empty() && !spec.mode.empty())
@@ -190,11 +191,8 @@ class Reader {
       return;
     } else if (key == "name") {
       spec.name = one.text(key, "");
-    } else if (key == "metric") {
-      spec.metric = one.text(key, "");
-    } else if (key == "mode") {
-      spec.mode = one.text(key, "");
-      if (!is_min_max(spec.mode)) throw ConfigError::at(key, "mode must be 'min' or 'max', got '" + spec.mode + "'");
+    } else if (key == "metric" || key == "mode") {
+      return;  // read_objectives, once both are known
     } else if (key == "num_samples") {
       spec.num_samples = one.integer_in(key, 1, 1, kMaxInt, "a positive integer");
     } else if (key == "max_concurrent_trials") {
@@ -234,6 +232,50 @@ class Reader {
         throw ConfigError::at(key, "preprocess must be a list of preprocessors, got " + describe_kind(value));
       spec.preprocess = to_json(value);
     }
+  }
+
+  // metric: NAME with mode: min|max, or several objectives (Ray Tune's
+  // lists): metric: [a, b] with mode: [min, max], or one mode for them all.
+  static void read_objectives(const OrderedJson& root, SweepSpec& spec) {
+    const OrderedJson none;
+    const OrderedJson& metric = root.contains("metric") ? root.at("metric") : none;
+    const OrderedJson& mode = root.contains("mode") ? root.at("mode") : none;
+    auto name_at = [](const OrderedJson& value, const std::string& at, const char* what) {
+      if (!value.is_string() || value.get<std::string>().empty())
+        throw ConfigError::at(at, std::string(what) + " must be a non-empty string, got " + describe_kind(value));
+      return value.get<std::string>();
+    };
+    auto mode_at = [](const OrderedJson& value, const std::string& at) {
+      const std::string text = value.is_string() ? value.get<std::string>() : "";
+      if (!is_min_max(text))
+        throw ConfigError::at(at, "mode must be 'min' or 'max', got " +
+                                      (value.is_string() ? "'" + text + "'" : describe_kind(value)));
+      return text;
+    };
+    if (!metric.is_array()) {
+      if (mode.is_array())
+        throw ConfigError::at("mode", "mode is a list but metric is not: write metric: [a, b] for several metrics");
+      if (!metric.is_null()) spec.metric = name_at(metric, "metric", "metric");
+      if (!mode.is_null()) spec.mode = mode_at(mode, "mode");
+      return;
+    }
+    if (metric.size() < 2)
+      throw ConfigError::at("metric", "a list of metrics needs two or more (one metric is written metric: NAME)");
+    if (mode.is_null()) throw ConfigError::at("metric", "metrics need a mode: mode: [min, max, ...] or one mode for all");
+    if (mode.is_array() && mode.size() != metric.size())
+      throw ConfigError::at("mode", "mode lists " + std::to_string(mode.size()) + " modes for " +
+                                        std::to_string(metric.size()) + " metrics");
+    for (size_t i = 0; i < metric.size(); ++i) {
+      const std::string index = "[" + std::to_string(i) + "]";
+      Objective objective{name_at(metric[i], "metric" + index, "metric"),
+                          mode.is_array() ? mode_at(mode[i], "mode" + index) : mode_at(mode, "mode")};
+      for (const auto& earlier : spec.objectives)
+        if (earlier.metric == objective.metric)
+          throw ConfigError::at("metric" + index, "metric '" + objective.metric + "' is listed twice");
+      spec.objectives.push_back(objective);
+    }
+    spec.metric = spec.objectives[0].metric;
+    spec.mode = spec.objectives[0].mode;
   }
 
   // Scalars as they are; lists and mappings only by kind (the readers of

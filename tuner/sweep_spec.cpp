@@ -41,18 +41,30 @@ const std::vector<std::string>& stop_attributes() {
 // metric (`training_iteraton`) is a typo that would never stop a trial.
 void check_stop_key(const SweepSpec& spec, const std::string& key) {
   if (key == spec.metric) return;
+  for (const auto& objective : spec.objectives)
+    if (key == objective.metric) return;
   const auto& attributes = stop_attributes();
   if (std::find(attributes.begin(), attributes.end(), key) != attributes.end()) return;
   std::vector<std::string> known = attributes;
   if (!spec.metric.empty()) known.push_back(spec.metric);
+  for (const auto& objective : spec.objectives) known.push_back(objective.metric);
   const std::string hint = did_you_mean(key, known);
   if (!hint.empty())
     throw ConfigError::at_key("stop." + key, "unknown stop key '" + key + "'" + hint +
                                                  "; other keys are thresholds on metrics the trainable reports");
 }
 
+// Several objectives (make_searcher checks the list itself): a scheduler
+// that ranks trials by one metric cannot take them.
+void check_objectives(const SweepSpec& spec) {
+  if (spec.objectives.empty()) return;
+  require(spec.scheduler.type == "fifo" || spec.scheduler.type == "custom", "scheduler.type",
+          spec.scheduler.type + " ranks trials by one metric; a sweep with several metrics runs with scheduler fifo");
+}
+
 // The rules on single fields: cheap, so they come first.
 void check_fields(const SweepSpec& spec) {
+  check_objectives(spec);
   require(spec.mode.empty() || is_min_max(spec.mode), "mode", "mode must be 'min' or 'max', got '" + spec.mode + "'");
   require(spec.metric.empty() || !spec.mode.empty(), "metric", "metric '" + spec.metric + "' needs a mode (min or max)");
   require(!spec.metric.empty() || spec.mode.empty(), "mode", "mode '" + spec.mode + "' needs a metric");
@@ -197,6 +209,7 @@ SearchOptions SweepSpec::search_options() const {
   SearchOptions options = search;
   options.metric = metric;
   options.mode = mode;
+  options.objectives = objectives;
   return options;
 }
 
@@ -208,6 +221,7 @@ Json SweepSpec::to_json() const {
           {"trainable", trainable},
           {"metric", metric},
           {"mode", mode},
+          {"objectives", objectives_to_json(objectives)},
           {"num_samples", num_samples},
           {"max_concurrent_trials", max_concurrent_trials},
           {"resources",
@@ -236,6 +250,18 @@ Json SweepSpec::to_json() const {
           {"data", data},
           {"preprocess", preprocess},
           {"command", command}};
+}
+
+Json objectives_to_json(const std::vector<Objective>& objectives) {
+  Json list = Json::array();
+  for (const auto& objective : objectives) list.push_back({{"metric", objective.metric}, {"mode", objective.mode}});
+  return list;
+}
+
+std::vector<Objective> objectives_from_json(const Json& list) {
+  std::vector<Objective> objectives;
+  for (const auto& item : list) objectives.push_back({item.at("metric").get<std::string>(), item.at("mode").get<std::string>()});
+  return objectives;
 }
 
 Json SweepSpec::setup() const {
@@ -272,6 +298,7 @@ SweepSpec SweepSpec::from_json(const Json& json) {
     s.trainable = json.value("trainable", s.trainable);
     s.metric = json.value("metric", s.metric);
     s.mode = json.value("mode", s.mode);
+    s.objectives = objectives_from_json(json.value("objectives", Json::array()));
     s.num_samples = integer_value(json, "num_samples", s.num_samples);
     s.max_concurrent_trials = integer_value(json, "max_concurrent_trials", s.max_concurrent_trials);
     const Json& r = section("resources");

@@ -85,6 +85,14 @@ struct SweepSpec {
   std::string trainable;     // registered trainable name (CLI); empty for a C++ lambda
   std::string metric;        // default: none (then `best` needs --metric)
   std::string mode;          // "min" | "max"; required when metric is set
+  // A multi-objective sweep (Optuna's `directions`, Ray Tune's metric and
+  // mode lists): every metric with its mode, two or more. metric/mode are
+  // then the first objective (left empty, the Tuner fills them in). The
+  // sweep file writes `metric: [loss, latency]` with `mode: [min, min]` (or
+  // one mode for all). Searched by nsga2, random or grid, scheduled FIFO;
+  // the result is a Pareto front (ResultGrid::pareto_front, `tune best`).
+  // Default: empty (one metric).
+  std::vector<Objective> objectives;
   int64_t num_samples = 1;   // see make_searcher for the grid rule
   int max_concurrent_trials = 0;  // 0 = as many as the slots allow
   Resources resources;
@@ -122,6 +130,12 @@ struct SweepSpec {
   Json to_json() const;
   static SweepSpec from_json(const Json& json);
 };
+
+// [{"metric": ..., "mode": ...}, ...]: how the store's spec_json and the
+// CLI's JSON write `objectives`; objectives_from_json throws Json::exception
+// if malformed.
+Json objectives_to_json(const std::vector<Objective>& objectives);
+std::vector<Objective> objectives_from_json(const Json& list);
 
 // Reads and validates a sweep file. Throws ConfigError ("file:line: what") for
 // unreadable files, invalid YAML, unknown keys (with a "did you mean" hint),

@@ -124,7 +124,11 @@ bool Driver::stop_criteria_met(const TrialState& trial, const Json& result) cons
     auto it = result.find(key);
     if (it == result.end() || !it->is_number()) continue;
     const double value = it->get<double>();
-    if (key == sweep_.spec.metric && sweep_.spec.mode == "min" ? value <= threshold : value >= threshold) return true;
+    // An objective's threshold follows its mode; any other key's is ">=" (Ray's rule).
+    bool minimized = key == sweep_.spec.metric && sweep_.spec.mode == "min";
+    for (const auto& objective : sweep_.spec.objectives)
+      if (key == objective.metric) minimized = objective.mode == "min";
+    if (minimized ? value <= threshold : value >= threshold) return true;
   }
   return false;
 }

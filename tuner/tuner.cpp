@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "storage/analysis.h"
+#include "tuner/pareto_front.h"
 #include "tuner/driver.h"
 #include "tuner/prepare.h"
 #include "base/error.h"
@@ -37,23 +38,54 @@ int ResultGrid::num_terminated() const {
   return n;
 }
 
+namespace {
+
+ExperimentRecord find_experiment(Store& store, const std::string& name, const std::string& storage_path) {
+  auto experiment = store.find_experiment(name);
+  if (!experiment) throw NotFoundError("experiment '" + name + "' is not in " + storage_path);
+  return *experiment;
+}
+
+Result result_of(const TrialRecord& trial, Json metrics, std::string checkpoint) {
+  Result result;
+  result.trial_index = trial.trial_index;
+  result.trial_name = internal::trial_name(trial.trial_index);
+  result.status = trial.status;
+  result.config = trial.config;
+  result.metrics = std::move(metrics);
+  result.checkpoint = std::move(checkpoint);
+  result.error = trial.error;
+  return result;
+}
+
+}  // namespace
+
 Result ResultGrid::best(const std::string& metric, const std::string& mode, const std::string& scope) const {
   const std::string m = metric.empty() ? metric_ : metric;
   const std::string d = mode.empty() ? mode_ : mode;
   auto store = Store::open(storage_path_, /*read_only=*/true);
-  auto experiment = store->find_experiment(experiment_);
-  if (!experiment) throw NotFoundError("experiment '" + experiment_ + "' is not in " + storage_path_);
-  auto best = best_trial(*store, *experiment, m, d, scope);
+  const ExperimentRecord experiment = find_experiment(*store, experiment_, storage_path_);
+  if (metric.empty()) {
+    const auto objectives = internal::experiment_objectives(experiment);
+    if (!objectives.empty())
+      throw Error("experiment '" + experiment_ + "' optimizes several metrics (" +
+                  internal::describe_objectives(objectives) + "): name one, or use pareto_front()");
+  }
+  auto best = best_trial(*store, experiment, m, d, scope);
   if (!best) throw Error("no trial of '" + experiment_ + "' reported metric '" + m + "'");
-  Result result;
-  result.trial_index = best->trial.trial_index;
-  result.trial_name = internal::trial_name(best->trial.trial_index);
-  result.status = best->trial.status;
-  result.config = best->trial.config;
-  result.metrics = best->metrics;
-  result.checkpoint = best->checkpoint_path;
-  result.error = best->trial.error;
-  return result;
+  return result_of(best->trial, best->metrics, best->checkpoint_path);
+}
+
+std::vector<Result> ResultGrid::pareto_front(const std::string& scope) const {
+  auto store = Store::open(storage_path_, /*read_only=*/true);
+  const ExperimentRecord experiment = find_experiment(*store, experiment_, storage_path_);
+  const auto objectives = internal::experiment_objectives(experiment);
+  if (objectives.empty())
+    throw Error("experiment '" + experiment_ + "' optimizes one metric: use best(), not pareto_front()");
+  std::vector<Result> front;
+  for (auto& member : internal::pareto_trials(*store, experiment, objectives, scope))
+    front.push_back(result_of(member.trial, std::move(member.metrics), std::move(member.checkpoint_path)));
+  return front;
 }
 
 ResultGrid load_results(const std::string& storage_path, const std::string& name) {

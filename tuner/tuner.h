@@ -106,9 +106,17 @@ class ResultGrid {
   int num_terminated() const;
 
   // The best trial by `metric`/`mode` (default: the experiment's) over
-  // `scope` (see tuner/analysis.h). Throws tune::Error if no trial has the metric.
+  // `scope` (see tuner/analysis.h). Throws tune::Error if no trial has the
+  // metric, or, without a metric, if the experiment has several (use
+  // pareto_front()).
   Result best(const std::string& metric = "", const std::string& mode = "",
               const std::string& scope = "last") const;
+
+  // A multi-objective experiment (SweepSpec::objectives): the trials no other
+  // trial dominates, each objective taken over `scope`, ordered by the first
+  // objective, best first (Optuna's study.best_trials). Result::metrics is
+  // the trial's last result. Throws tune::Error for an experiment with one metric.
+  std::vector<Result> pareto_front(const std::string& scope = "last") const;
 
  private:
   std::string experiment_, metric_, mode_, storage_path_;

@@ -149,12 +149,12 @@ TEST(SearcherFactory, RejectsUnknownAlgorithmsAndBadCounts) {
     }
     return "no error";
   };
-  EXPECT_EQ(error_of(seeded(1, "x"), 1), "unknown search algorithm 'x' (expected random, grid, bayes or tpe)");
+  EXPECT_EQ(error_of(seeded(1, "x"), 1), "unknown search algorithm 'x' (expected random, grid, bayes, tpe or nsga2)");
   EXPECT_EQ(error_of(seeded(1, "bayes"), 1),
             "search algorithm 'bayes' needs the experiment's metric and mode (min or max)");
   EXPECT_EQ(error_of(seeded(1, "randm"), 1), "unknown search algorithm 'randm' (did you mean 'random'?)");
   EXPECT_THAT(error_of(seeded(1), 0), HasSubstr("num_samples must be a positive integer"));
-  EXPECT_EQ(searcher_names(), (std::vector<std::string>{"random", "grid", "bayes", "tpe"}));
+  EXPECT_EQ(searcher_names(), (std::vector<std::string>{"random", "grid", "bayes", "tpe", "nsga2"}));
   SearchOptions with_params = seeded(1);
   with_params.params = {{"n_initial_points", 3}};
   EXPECT_EQ(error_of(with_params, 1), "unknown key 'n_initial_points' in search (algorithm 'random' takes only algorithm and seed)");

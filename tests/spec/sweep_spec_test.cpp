@@ -190,7 +190,7 @@ TEST(SweepSpecErrors, WrongTypesShowTheOffendingValue) {
   EXPECT_EQ(error_of(with("stop: {loss: low}\n")), "sweep.yaml:3: stop.loss must be a number, got 'low'");
   EXPECT_EQ(error_of(with("stop: {time_budget_s: 0}\n")), "sweep.yaml:3: stop.time_budget_s must be a positive number, got '0'");
   EXPECT_EQ(error_of(with("search: {seed: -1}\n")), "sweep.yaml:3: search.seed must be a non-negative integer, got '-1'");
-  EXPECT_EQ(error_of(with("metric: [a]\nmode: min\n")), "sweep.yaml:3: metric must be a string, got a list");
+  EXPECT_EQ(error_of(with("metric: {a: 1}\nmode: min\n")), "sweep.yaml:3: metric must be a non-empty string, got a mapping");
 }
 
 TEST(SweepSpecErrors, OutOfRangeNumbersAreRejected) {

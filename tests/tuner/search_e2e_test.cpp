@@ -126,5 +126,40 @@ TEST(SearchEndToEnd, BadSearchOptionsNameTheLine) {
       << run.err;
 }
 
+// The README's multi-objective example as a user runs it: the sweep ends
+// with its Pareto front, and `tune best` lists exactly the trials no other
+// trial dominates on (f1, f2), each config on ZDT1's front shape (x0 = f1).
+TEST(SearchEndToEnd, TheMultiObjectiveExampleEndsWithItsParetoFront) {
+  TempDir dir;
+  const std::string storage = dir.file("store");
+  auto run = run_tune("run " + std::string(TUNE_SOURCE_DIR) + "/examples/sweeps/multi_objective.yaml --storage " +
+                      storage + " --progress-interval 60");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.out.find("pareto front: "), std::string::npos) << run.out;
+
+  const Json list = trials_of("zdt1-nsga2", storage);
+  ASSERT_EQ(list.size(), 300u);
+  auto best = run_tune("best zdt1-nsga2 --storage " + storage + " --json");
+  ASSERT_EQ(best.exit_code, 0) << best.err;
+  const Json front = Json::parse(best.out)["pareto_front"];
+  std::set<std::string> names;
+  for (const auto& m : front) names.insert(m["trial_name"].get<std::string>());
+  size_t expected = 0;
+  for (const auto& t : list) {
+    const double f1 = t["last_result"]["f1"], f2 = t["last_result"]["f2"];
+    bool dominated = false;
+    for (const auto& o : list) {
+      const double g1 = o["last_result"]["f1"], g2 = o["last_result"]["f2"];
+      dominated = dominated || (g1 <= f1 && g2 <= f2 && (g1 < f1 || g2 < f2));
+    }
+    const std::string name = t["trial_name"].get<std::string>();
+    EXPECT_EQ(names.count(name), dominated ? 0u : 1u) << name;
+    expected += !dominated;
+  }
+  EXPECT_EQ(front.size(), expected);
+  EXPECT_GE(front.size(), 3u);
+  for (const auto& m : front) EXPECT_DOUBLE_EQ(m["values"]["f1"].get<double>(), m["config"]["x0"].get<double>());
+}
+
 }  // namespace
 }  // namespace tune
