@@ -1,18 +1,19 @@
 // PBT and PB2: the toy problem of Jaderberg et al. 2017, explore/exploit
-// rules, synch mode; median stopping; save/restore round trips.
+// rules, time sharing, synch mode, option errors.
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <functional>
-#include <iostream>
 #include <random>
 
 #include "schedulers/scheduler.h"
 #include "schedulers/simulator.h"
 #include "base/error.h"
+#include "pbt_test_util.h"
 
 namespace tune {
 namespace {
+
+using testing::iteration_pbt;
 
 // The toy: true objective Q(θ) = 1.2 − (θ0² + θ1²); each worker ascends the
 // surrogate Q̂(θ|h) = 1.2 − (h0 θ0² + h1 θ1²) with gradient steps of 0.01;
@@ -47,15 +48,6 @@ Json pbt_params(uint64_t seed, double resample, std::vector<double> factors) {
   return {{"time_attr", "training_iteration"}, {"perturbation_interval", 4}, {"quantile_fraction", 0.5},
           {"resample_probability", resample}, {"perturbation_factors", factors}, {"seed", seed},
           {"hyperparam_mutations", {{"h0", {{"uniform", {0.0, 1.0}}}}, {"h1", {{"uniform", {0.0, 1.0}}}}}}};
-}
-
-// PBT on training_iteration with one mutable key x in [0, 1], the bottom and
-// top half as quantiles, minimising loss.
-std::unique_ptr<Scheduler> iteration_pbt(int interval) {
-  return make_scheduler("pbt",
-                        {{"time_attr", "training_iteration"}, {"perturbation_interval", interval}, {"quantile_fraction", 0.5},
-                         {"hyperparam_mutations", {{"x", {{"uniform", {0, 1}}}}}}},
-                        "loss", "min");
 }
 
 // Explore only: every 4 steps a worker perturbs its own h (no copying of θ).
@@ -322,161 +314,6 @@ TEST(Pbt, RejectsBadOptions) {
             "scheduler pb2: hyperparam_bounds.lr must be [low, high] with low < high, got [0.1]");
   EXPECT_EQ(error("pb2", {{"hyperparam_mutations", {{"x", {1, 2}}}}}).find("scheduler pb2 has no option 'hyperparam_mutations'; "),
             0u);
-}
-
-TEST(SchedulerOptions, HyperBandMedianAndUnknownTypesAreOneLineErrors) {
-  auto error = [](const std::string& type, const Json& params) {
-    try {
-      make_scheduler(type, params, "loss", "min");
-    } catch (const ConfigError& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
-  EXPECT_EQ(error("hyperband", {{"reduction_factor", 1}}), "scheduler hyperband: reduction_factor must be a number > 1, got 1");
-  EXPECT_EQ(error("hyperband", {{"max_t", "lots"}}), "scheduler hyperband: max_t must be a positive number, got 'lots'");
-  EXPECT_EQ(error("median_stopping", {{"hard_stop", false}}),
-            "scheduler median_stopping: hard_stop must be true (pausing instead of stopping is not supported: a paused "
-            "trial would only be judged again), got false");
-  EXPECT_EQ(error("median_stopping", {{"min_samples_required", 0}}),
-            "scheduler median_stopping: min_samples_required must be an integer >= 1, got 0");
-  EXPECT_EQ(error("hyperbnd", Json::object()),
-            "unknown scheduler 'hyperbnd' (did you mean 'hyperband'?); expected one of fifo, asha, hyperband, "
-            "median_stopping, pbt, pb2");
-  EXPECT_EQ(error("asha", Json::array()), "scheduler asha: options must be a mapping, got []");
-}
-
-TEST(MedianStopping, StopsTrialsWorseThanTheMedianOfRunningMeans) {
-  auto s = make_scheduler("median_stopping",
-                          {{"time_attr", "training_iteration"}, {"grace_period", 2}, {"min_samples_required", 2}},
-                          "loss", "min");
-  auto r = [](double t, double loss) { return Json{{"training_iteration", t}, {"loss", loss}}; };
-  for (int t = 1; t <= 3; ++t) {
-    EXPECT_EQ(s->on_result(0, r(t, 1.0 / t)).action, TrialAction::kContinue);  // 1, .5, .33
-    EXPECT_EQ(s->on_result(1, r(t, 2.0 / t)).action, TrialAction::kContinue);  // 2, 1, .67 (only 1 other)
-  }
-  // Trial 2 at t = 1: before grace. At t = 2 its best (0.9) vs the median of
-  // running means up to 2: trial 0: 0.75, trial 1: 1.5 -> median 1.125: continue.
-  EXPECT_EQ(s->on_result(2, r(1, 0.95)).action, TrialAction::kContinue);
-  EXPECT_EQ(s->on_result(2, r(2, 0.9)).action, TrialAction::kContinue);
-  // Trial 3 with best 1.2 at t = 2: worse than 1.125 -> stop.
-  EXPECT_EQ(s->on_result(3, r(1, 1.3)).action, TrialAction::kContinue);
-  EXPECT_EQ(s->on_result(3, r(2, 1.2)).action, TrialAction::kStop);
-}
-
-// Drives a scheduler with a random script; halfway, a copy restored from
-// save_state() must take the same decisions as the original from then on.
-void expect_restore_continues(const std::string& type, const Json& params) {
-  for (uint64_t seed = 1; seed <= 5; ++seed) {
-    auto a = make_scheduler(type, params, "loss", "min");
-    std::mt19937_64 rng(seed);
-    std::uniform_real_distribution<double> u(0, 1);
-    std::vector<int64_t> iteration(12, 0);
-    std::unique_ptr<Scheduler> b;
-    for (int i = 0; i < 12; ++i) a->on_trial_add(i, {{"x", u(rng)}});
-    for (int step = 0; step < 400; ++step) {
-      if (step == 200) {
-        b = make_scheduler(type, params, "loss", "min");
-        b->restore_state(Json::parse(a->save_state().dump()));
-      }
-      const int trial = static_cast<int>(rng() % 12);
-      iteration[trial] += 1;
-      Json result = {{"training_iteration", iteration[trial]}, {"time_total_s", iteration[trial] * 1.5},
-                     {"loss", u(rng) + 1.0 / iteration[trial]}};
-      a->on_checkpoint(trial, iteration[trial]);
-      TrialDecision da = a->on_result(trial, result);
-      std::vector<int64_t> paused = {0, 3, 5, 7};
-      std::optional<int64_t> ca = a->choose_trial_to_run(paused);
-      if (b) {
-        b->on_checkpoint(trial, iteration[trial]);
-        TrialDecision db = b->on_result(trial, result);
-        ASSERT_EQ(static_cast<int>(da.action), static_cast<int>(db.action)) << type << " step " << step;
-        ASSERT_EQ(da.donor, db.donor);
-        ASSERT_EQ(da.new_config, db.new_config);
-        ASSERT_EQ(ca, b->choose_trial_to_run(paused));
-      }
-    }
-  }
-}
-
-// A PBT state saved before time sharing (no paused members, no "now", no
-// checkpoint iterations, no "more_trials") still restores: nothing paused,
-// each member's time its latest result's, more trials possible.
-TEST(SchedulerState, APbtStateFromBeforeTimeSharingRestores) {
-  auto a = iteration_pbt(2);
-  for (int i = 0; i < 3; ++i) a->on_trial_add(i, {{"x", 0.1 * i}});
-  for (int i = 0; i < 3; ++i) {
-    a->on_checkpoint(i, 1);
-    (void)a->on_result(i, {{"training_iteration", 1}, {"loss", 0.1 * (i + 1)}});
-  }
-  Json old = a->save_state();
-  old.erase("more_trials");
-  for (Json& m : old["members"])
-    for (const char* key : {"paused", "paused_at", "now", "checkpoint_iteration"}) m.erase(key);
-  auto b = iteration_pbt(2);
-  ASSERT_NO_THROW(b->restore_state(old));
-  EXPECT_EQ(b->choose_trial_to_run({0, 1, 2}), std::nullopt);  // more trials may come: new ones first
-  b->on_no_more_trials();
-  b->on_checkpoint(2, 2);
-  // Trial 2 (worst) at its boundary clones trial 0 (best, at 1: behind it).
-  TrialDecision d = b->on_result(2, {{"training_iteration", 2}, {"loss", 0.9}});
-  ASSERT_EQ(d.action, TrialAction::kExploit);
-  EXPECT_EQ(d.donor, 0);
-}
-
-TEST(SchedulerState, RestoredSchedulersContinueTheSameDecisions) {
-  expect_restore_continues("asha", {{"reduction_factor", 3}, {"max_t", 27}, {"brackets", 2}});
-  expect_restore_continues("asha", {{"reduction_factor", 3}, {"max_t", 27}, {"promotion", true}});
-  expect_restore_continues("hyperband", {{"max_t", 27}, {"reduction_factor", 3}});
-  expect_restore_continues("median_stopping", {{"time_attr", "training_iteration"}, {"grace_period", 3}});
-  expect_restore_continues("pbt", {{"time_attr", "training_iteration"}, {"perturbation_interval", 5},
-                                   {"hyperparam_mutations", {{"x", {{"uniform", {0, 1}}}}}}});
-  expect_restore_continues("pbt", {{"time_attr", "training_iteration"}, {"perturbation_interval", 5}, {"synch", true},
-                                   {"hyperparam_mutations", {{"x", {0.1, 0.5, 0.9}}}}});
-}
-
-// Every integer of a saved state, one at a time, made a float out of range (a
-// corrupt or hand-edited tune.db): restoring is a one-line tune::Error, never
-// an undefined conversion (UBSan in scripts/sanitize.sh would abort on one).
-void expect_corrupt_integers_are_errors(const std::string& type, const Json& params) {
-  auto a = make_scheduler(type, params, "loss", "min");
-  std::mt19937_64 rng(3);
-  std::uniform_real_distribution<double> u(0, 1);
-  std::vector<int64_t> iteration(8, 0);
-  for (int i = 0; i < 8; ++i) a->on_trial_add(i, {{"x", u(rng)}});
-  for (int step = 0; step < 120; ++step) {
-    const int trial = static_cast<int>(rng() % 8);
-    iteration[trial] += 1;
-    a->on_checkpoint(trial, iteration[trial]);
-    (void)a->on_result(trial, {{"training_iteration", iteration[trial]}, {"time_total_s", iteration[trial] * 1.5},
-                               {"loss", u(rng) + 1.0 / iteration[trial]}});
-    if (step % 10 == 9) a->on_trial_complete(static_cast<int64_t>(rng() % 8), nullptr);
-  }
-  const Json saved = Json::parse(a->save_state().dump());
-  std::vector<Json::json_pointer> integers;
-  std::function<void(const Json&, const Json::json_pointer&)> walk = [&](const Json& j, const Json::json_pointer& at) {
-    if (j.is_number_integer()) integers.push_back(at);
-    if (j.is_array())
-      for (size_t i = 0; i < j.size(); ++i) walk(j[i], at / i);
-    if (j.is_object() && at.to_string().find("/config") == std::string::npos)  // configs are the user's values
-      for (const auto& [key, value] : j.items()) walk(value, at / key);
-  };
-  walk(saved, Json::json_pointer());
-  ASSERT_FALSE(integers.empty()) << type;
-  for (const auto& at : integers) {
-    Json corrupt = saved;
-    corrupt[at] = 1e114;
-    auto b = make_scheduler(type, params, "loss", "min");
-    EXPECT_THROW(b->restore_state(corrupt), Error) << type << " " << at.to_string();
-  }
-}
-
-TEST(SchedulerState, AFloatWhereTheStateHoldsAnIntegerIsAnError) {
-  expect_corrupt_integers_are_errors("asha", {{"reduction_factor", 3}, {"max_t", 27}, {"brackets", 2}});
-  expect_corrupt_integers_are_errors("hyperband", {{"max_t", 27}, {"reduction_factor", 3}});
-  expect_corrupt_integers_are_errors("median_stopping", {{"time_attr", "training_iteration"}, {"grace_period", 3}});
-  expect_corrupt_integers_are_errors("pbt", {{"time_attr", "training_iteration"}, {"perturbation_interval", 5},
-                                             {"hyperparam_mutations", {{"x", {{"uniform", {0, 1}}}}}}});
 }
 
 }  // namespace
