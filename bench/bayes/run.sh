@@ -68,24 +68,8 @@ while read -r fn budget; do
 done < <("$BIN" list | "$PYTHON" -c 'import json, sys
 for line in sys.stdin: d = json.loads(line); print(d["function"], d["budget"])')
 
-# Runs job i with its output in $SCRATCH/out.i; a failure is recorded in $SCRATCH/failed.
-run_job() {
-  local i="$1"
-  note "[$((i + 1))/${#JOBS_LIST[@]}] ${JOBS_LIST[$i]}"
-  if ! eval "${JOBS_LIST[$i]}" >"$SCRATCH/out.$i" 2>"$SCRATCH/err.$i"; then
-    cat "$SCRATCH/err.$i" >&2
-    echo "bench: failed: ${JOBS_LIST[$i]}" >&2
-    echo "$i" >>"$SCRATCH/failed"
-  fi
-}
 START=$SECONDS
-for i in "${!JOBS_LIST[@]}"; do
-  while (($(jobs -rp | wc -l) >= PARALLEL)); do wait -n || true; done
-  [[ -s "$SCRATCH/failed" ]] && break
-  run_job "$i" &
-done
-wait
-[[ -s "$SCRATCH/failed" ]] && exit 1
+run_jobs
 for i in "${!JOBS_LIST[@]}"; do cat "$SCRATCH/out.$i" >>"$RUNS"; done
 note "regret runs: $((SECONDS - START)) s ($PARALLEL at a time)"
 

@@ -34,3 +34,29 @@ bench_build() {
     exit 1
   fi
 }
+
+# run_jobs: runs the command lines in the array JOBS_LIST, $PARALLEL at a
+# time, job i's output in $SCRATCH/out.i (stderr in err.i); after a failure no
+# new job starts, and once the running ones end it exits 1.
+run_jobs() {
+  local i
+  : >"$SCRATCH/failed"
+  for i in "${!JOBS_LIST[@]}"; do
+    while (($(jobs -rp | wc -l) >= PARALLEL)); do wait -n || true; done
+    [[ -s "$SCRATCH/failed" ]] && break
+    run_job "$i" &
+  done
+  wait
+  [[ -s "$SCRATCH/failed" ]] && exit 1
+  return 0
+}
+
+run_job() {
+  local i="$1"
+  note "[$((i + 1))/${#JOBS_LIST[@]}] ${JOBS_LIST[$i]}"
+  if ! eval "set -o pipefail; ${JOBS_LIST[$i]}" >"$SCRATCH/out.$i" 2>"$SCRATCH/err.$i"; then
+    cat "$SCRATCH/err.$i" >&2
+    echo "bench: failed: ${JOBS_LIST[$i]}" >&2
+    echo "$i" >>"$SCRATCH/failed"
+  fi
+}

@@ -43,22 +43,7 @@ for problem in zdt1 zdt2 zdt3 dtlz2; do
   done
 done
 
-run_job() {
-  local i="$1"
-  note "[$((i + 1))/${#JOBS_LIST[@]}] ${JOBS_LIST[$i]}"
-  if ! eval "set -o pipefail; ${JOBS_LIST[$i]}" >"$SCRATCH/out.$i" 2>"$SCRATCH/err.$i"; then
-    cat "$SCRATCH/err.$i" >&2
-    echo "bench: failed: ${JOBS_LIST[$i]}" >&2
-    echo "$i" >>"$SCRATCH/failed"
-  fi
-}
 START=$SECONDS
-for i in "${!JOBS_LIST[@]}"; do
-  while (($(jobs -rp | wc -l) >= PARALLEL)); do wait -n || true; done
-  [[ -s "$SCRATCH/failed" ]] && break
-  run_job "$i" &
-done
-wait
-[[ -s "$SCRATCH/failed" ]] && exit 1
+run_jobs
 note "runs: $((SECONDS - START)) s ($PARALLEL at a time)"
 for i in "${!JOBS_LIST[@]}"; do cat "$SCRATCH/out.$i"; done | "$PYTHON" "$ROOT/bench/moo/report.py"

@@ -8,7 +8,7 @@
 #include "schedulers/scheduler.h"
 #include "schedulers/simulator.h"
 #include "base/error.h"
-#include "pbt_test_util.h"
+#include "scheduler_test_util.h"
 
 namespace tune {
 namespace {
@@ -293,14 +293,7 @@ TEST(Pb2, FindsBetterHyperparametersThanTheStartingOnes) {
 }
 
 TEST(Pbt, RejectsBadOptions) {
-  auto error = [](const std::string& type, const Json& params) {
-    try {
-      make_scheduler(type, params, "loss", "min");
-    } catch (const ConfigError& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
+  const auto error = testing::scheduler_error;
   EXPECT_EQ(error("pbt", Json::object()),
             "scheduler pbt needs hyperparam_mutations: a mapping of parameter -> domain or list of values");
   EXPECT_EQ(error("pbt", {{"hyperparam_mutations", {{"lr", {{"loguniform", {0.1, 0.01}}}}}}}).substr(0, 52),

@@ -4,20 +4,14 @@
 #include <string>
 
 #include "base/error.h"
+#include "scheduler_test_util.h"
 #include "schedulers/scheduler.h"
 
 namespace tune {
 namespace {
 
 TEST(SchedulerOptions, HyperBandMedianAndUnknownTypesAreOneLineErrors) {
-  auto error = [](const std::string& type, const Json& params) {
-    try {
-      make_scheduler(type, params, "loss", "min");
-    } catch (const ConfigError& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
+  const auto error = testing::scheduler_error;
   EXPECT_EQ(error("hyperband", {{"reduction_factor", 1}}), "scheduler hyperband: reduction_factor must be a number > 1, got 1");
   EXPECT_EQ(error("hyperband", {{"max_t", "lots"}}), "scheduler hyperband: max_t must be a positive number, got 'lots'");
   EXPECT_EQ(error("median_stopping", {{"hard_stop", false}}),

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "base/error.h"
-#include "pbt_test_util.h"
+#include "scheduler_test_util.h"
 #include "schedulers/scheduler.h"
 
 namespace tune {
