@@ -1,5 +1,5 @@
 // Internal: the search space as model-based searchers see it, and the
-// observation handling the bayes and tpe searchers share.
+// observation handling the bayes, tpe and nsga2 searchers share.
 //
 // Each sampled parameter becomes a numeric or categorical variable:
 //   uniform / loguniform          continuous on [low, high] (log scale for log domains)

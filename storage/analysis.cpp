@@ -106,6 +106,13 @@ BestCheckpoint find_best_checkpoint(const std::string& storage, const std::strin
   auto store = Store::open(storage, /*read_only=*/true);
   auto record = store->find_experiment(experiment);
   if (!record) throw NotFoundError("no experiment named '" + experiment + "' in " + storage);
+  // A multi-objective experiment has no one best trial: picking its first
+  // metric unasked would be a silent default (the spec's `objectives`, docs/SCHEMA.md).
+  const auto objectives = record->spec.is_object() ? record->spec.find("objectives") : record->spec.end();
+  if (metric.empty() && objectives != record->spec.end() && objectives->is_array() && objectives->size() >= 2) {
+    throw ConfigError("experiment '" + experiment + "' optimizes several metrics: choose the trial with --metric "
+                      "and --mode (or --checkpoint; `tune best " + experiment + "` lists the Pareto front)");
+  }
   BestCheckpoint chosen;
   chosen.metric = metric.empty() ? record->metric : metric;
   const std::string m = mode.empty() ? record->mode : mode;

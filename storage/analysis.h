@@ -48,7 +48,8 @@ std::string best_checkpoint(Store& store, int64_t trial_id, const std::string& m
 // since the sweep still works: a recorded path that no longer exists is
 // looked up as STORAGE/EXPERIMENT/<the part after /EXPERIMENT/>. Throws
 // NotFoundError (no store, experiment, trial with the metric, or checkpoint)
-// or ConfigError (no metric/mode).
+// or ConfigError (no metric/mode, or no metric given for an experiment with
+// several).
 struct BestCheckpoint {
   std::string path;        // an existing directory
   std::string trial_name;  // "trial_00003"

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "base/error.h"
+#include "storage/analysis.h"
 #include "tuner/cli.h"
 #include "tuner/tuner.h"
 #include "tuner_test_util.h"
@@ -137,6 +138,29 @@ TEST(ParetoFront, AStopThresholdOnAnObjectiveFollowsItsMode) {
                         spec, quiet_run(dir))
                         .fit();
   for (const Result& r : grid.results()) EXPECT_EQ(r.metrics["training_iteration"], 5) << r.trial_name;
+}
+
+// predict and serve load one trial's checkpoint: with several metrics the
+// user names the one that picks it (no silent choice of the first).
+TEST(ParetoFront, TheCheckpointToServeNeedsAMetricNamed) {
+  TempDir dir;
+  ResultGrid grid = Tuner(
+                        [](Session& session) {
+                          const double x = session.config()["x"], y = session.config()["y"];
+                          session.report({{"loss", (x - 0.3) * (x - 0.3) + y}, {"accuracy", 1 - (x - 0.7) * (x - 0.7) - y / 2}},
+                                         session.make_checkpoint_dir());
+                        },
+                        two_objective_spec("serve-front", 8, 3), quiet_run(dir))
+                        .fit();
+  try {
+    find_best_checkpoint(dir.path(), "serve-front");
+    ADD_FAILURE() << "a checkpoint was chosen without a metric";
+  } catch (const ConfigError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("optimizes several metrics: choose the trial with --metric and --mode"));
+  }
+  const BestCheckpoint chosen = find_best_checkpoint(dir.path(), "serve-front", "accuracy", "max");
+  EXPECT_EQ(chosen.trial_name, grid.best("accuracy", "max").trial_name);
+  EXPECT_EQ(chosen.path, grid.best("accuracy", "max").checkpoint);
 }
 
 TEST(ParetoFront, AnExperimentWithOneMetricHasNoFront) {

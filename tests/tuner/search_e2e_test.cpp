@@ -73,16 +73,16 @@ TEST(SearchEndToEnd, BayesAndTpeRunSweepsOnBranin) {
   }
 }
 
-TEST(SearchEndToEnd, BayesResumesAfterKill9) {
-  // Slow trials with checkpoints; kill -9 once two have finished, resume: every
-  // trial ends, the interrupted ones keep their configs, and the resumed
-  // searcher (rebuilt from the store, running trials counted as pending)
-  // proposes no repeat.
+// Slow trials with checkpoints; kill -9 once two have finished, resume: every
+// trial ends, the interrupted ones keep their configs, and the resumed
+// searcher (rebuilt from the store, running trials counted as pending)
+// proposes no repeat. `objectives` is the sweep's metric and mode lines.
+void expect_resume_after_kill9(const std::string& objectives, const std::string& search) {
   TempDir dir;
   const std::string storage = dir.file("store");
   const std::string file = dir.write("slow.yaml",
-                                     "trainable: synthetic\nmetric: loss\nmode: min\nnum_samples: 10\n"
-                                     "max_concurrent_trials: 2\nsearch: {algorithm: bayes, seed: 4, n_initial_points: 3}\n"
+                                     "trainable: synthetic\n" + objectives + "num_samples: 10\n"
+                                     "max_concurrent_trials: 2\nsearch: " + search + "\n"
                                      "param_space:\n  x: {uniform: [0, 1]}\n  iterations: 6\n  sleep_s: 0.05\n"
                                      "  checkpoint: true\n");
   run_command(std::string(TUNE_BINARY) + " run " + file + " --name killed --storage " + storage + " --quiet & echo $! > " +
@@ -114,6 +114,15 @@ TEST(SearchEndToEnd, BayesResumesAfterKill9) {
   for (const auto& b : before)
     for (const auto& a : after)
       if (a["trial_index"] == b["trial_index"]) EXPECT_EQ(a["config"], b["config"]);
+}
+
+TEST(SearchEndToEnd, BayesResumesAfterKill9) {
+  expect_resume_after_kill9("metric: loss\nmode: min\n", "{algorithm: bayes, seed: 4, n_initial_points: 3}");
+}
+
+// synthetic reports loss = x^2 / i and state = x * i: a trade-off in x.
+TEST(SearchEndToEnd, Nsga2ResumesAfterKill9) {
+  expect_resume_after_kill9("metric: [loss, state]\nmode: [min, max]\n", "{algorithm: nsga2, seed: 4, population_size: 4}");
 }
 
 TEST(SearchEndToEnd, BadSearchOptionsNameTheLine) {
