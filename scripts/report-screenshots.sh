@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 tune="${1:-build/tune}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-for name in asha_stopping asha_promotion hyperband median_stopping pbt pb2 bayes tpe; do
+for name in asha_stopping asha_promotion hyperband median_stopping pbt pb2 bayes tpe multi_objective; do
   file="examples/sweeps/$name.yaml"
   experiment="$(sed -n 's/^name: //p' "$file")"
   start=$SECONDS

@@ -1,7 +1,7 @@
 #include "tuner/pareto_front.h"
 
 #include <algorithm>
-#include <numeric>
+#include <cmath>
 
 #include "base/error.h"
 #include "search/pareto.h"
@@ -21,36 +21,50 @@ std::vector<Objective> experiment_objectives(const ExperimentRecord& experiment)
   }
 }
 
+std::vector<size_t> pareto_order(const std::vector<Objective>& objectives,
+                                 const std::vector<std::vector<double>>& values) {
+  std::vector<size_t> candidates;
+  std::vector<std::vector<double>> oriented;  // minimization: "max" objectives negated
+  const size_t n = values.empty() ? 0 : values.front().size();
+  for (size_t i = 0; i < n; ++i) {
+    std::vector<double> point;
+    for (size_t k = 0; k < objectives.size() && std::isfinite(values[k][i]); ++k)
+      point.push_back(objectives[k].mode == "max" ? -values[k][i] : values[k][i]);
+    if (point.size() != objectives.size()) continue;
+    candidates.push_back(i);
+    oriented.push_back(std::move(point));
+  }
+  if (candidates.empty()) return {};
+  std::vector<size_t> front = non_dominated_fronts(oriented).front();
+  // Indices ascend in a front: a stable sort leaves ties by position.
+  std::stable_sort(front.begin(), front.end(), [&](size_t a, size_t b) { return oriented[a][0] < oriented[b][0]; });
+  for (size_t& c : front) c = candidates[c];
+  return front;
+}
+
 std::vector<ParetoTrial> pareto_trials(Store& store, const ExperimentRecord& experiment,
                                        const std::vector<Objective>& objectives, const std::string& scope) {
   check_scope(scope);
   if (objectives.size() < 2) throw ConfigError("a Pareto front needs two or more objectives");
-  std::vector<ParetoTrial> candidates;
-  std::vector<std::vector<double>> oriented;  // minimization: "max" objectives negated
-  for (TrialRecord& trial : store.trials(experiment.id)) {
-    const auto results = store.results(trial.id);
-    ParetoTrial candidate;
-    std::vector<double> point;
-    for (const auto& objective : objectives) {
-      const auto value = trial_score(results, objective.metric, objective.mode, scope);
-      if (!value) break;
-      candidate.values.push_back(*value);
-      point.push_back(objective.mode == "max" ? -*value : *value);
-    }
-    if (candidate.values.size() != objectives.size()) continue;
-    candidate.metrics = results.back().metrics;
-    candidate.trial = std::move(trial);
-    candidates.push_back(std::move(candidate));
-    oriented.push_back(std::move(point));
+  std::vector<TrialRecord> trials = store.trials(experiment.id);
+  std::vector<Json> last_results(trials.size());
+  std::vector<std::vector<double>> values(objectives.size(), std::vector<double>(trials.size(), NAN));
+  for (size_t i = 0; i < trials.size(); ++i) {
+    const auto results = store.results(trials[i].id);
+    if (results.empty()) continue;
+    last_results[i] = results.back().metrics;
+    for (size_t k = 0; k < objectives.size(); ++k)
+      if (auto value = trial_score(results, objectives[k].metric, objectives[k].mode, scope)) values[k][i] = *value;
   }
   std::vector<ParetoTrial> front;
-  if (candidates.empty()) return front;
-  const auto fronts = non_dominated_fronts(oriented);  // named: a range over .front() of a temporary dangles
-  for (size_t i : fronts.front()) front.push_back(std::move(candidates[i]));
-  std::stable_sort(front.begin(), front.end(), [&](const ParetoTrial& a, const ParetoTrial& b) {
-    return objectives[0].mode == "max" ? a.values[0] > b.values[0] : a.values[0] < b.values[0];
-  });
-  for (auto& member : front) member.checkpoint_path = best_checkpoint(store, member.trial.id, objectives[0].mode);
+  for (size_t i : pareto_order(objectives, values)) {
+    ParetoTrial member;
+    for (size_t k = 0; k < objectives.size(); ++k) member.values.push_back(values[k][i]);
+    member.metrics = std::move(last_results[i]);
+    member.checkpoint_path = best_checkpoint(store, trials[i].id, objectives[0].mode);
+    member.trial = std::move(trials[i]);
+    front.push_back(std::move(member));
+  }
   return front;
 }
 

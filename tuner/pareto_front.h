@@ -31,6 +31,13 @@ struct ParetoTrial {
 std::vector<ParetoTrial> pareto_trials(Store& store, const ExperimentRecord& experiment,
                                        const std::vector<Objective>& objectives, const std::string& scope = "last");
 
+// The Pareto front of `values` (values[k][i]: objective k of point i, as
+// reported; NaN where missing): the indices of the points with every
+// objective that no other such point dominates, ordered by the first
+// objective, best first (ties: lower index).
+std::vector<size_t> pareto_order(const std::vector<Objective>& objectives,
+                                 const std::vector<std::vector<double>>& values);
+
 // "loss (min), latency_ms (min)".
 std::string describe_objectives(const std::vector<Objective>& objectives);
 

@@ -11,6 +11,7 @@
 
 #include "search/search_space.h"
 #include "storage/analysis.h"
+#include "tuner/pareto_front.h"
 #include "tuner/report_data.h"
 
 namespace tune::report {
@@ -184,6 +185,15 @@ void summarize_values(TrialData& trial, const ResultColumns& columns, size_t beg
   }
 }
 
+// The last finite value of `key` among rows [begin, end), NaN without one.
+double last_value(const ResultColumns& columns, const std::string& key, size_t begin, size_t end) {
+  for (size_t i = end; i > begin; --i) {
+    const double v = result_value(columns, key, i - 1);
+    if (std::isfinite(v)) return v;
+  }
+  return NAN;
+}
+
 std::vector<std::string> sampled_params(const std::vector<TrialData>& trials) {
   std::map<std::string, std::set<std::string>> seen;
   for (const auto& t : trials) {
@@ -235,9 +245,14 @@ ExperimentData extract_experiment(Store& store, const ExperimentRecord& experime
     data.slots_per_trial = std::max(1, r.value("workers", 1) * r.value("cpus_per_worker", 1));
   }
   data.rung_attribute = progress_attribute(data.scheduler, scheduler.value("params", Json::object()));
+  data.objectives = internal::experiment_objectives(experiment);
 
   std::vector<std::string> keys = {data.metric, kIterationTime};
   if (data.rung_attribute != kIteration) keys.push_back(data.rung_attribute);
+  for (const auto& objective : data.objectives) {
+    if (std::find(keys.begin(), keys.end(), objective.metric) == keys.end()) keys.push_back(objective.metric);
+  }
+  data.objective_values.resize(data.objectives.size());
   const ResultColumns columns = store.result_columns(experiment.id, keys);
   const std::vector<EventRecord> events = store.events(experiment.id);
   const std::vector<ExploitRecord> exploits = store.exploits(experiment.id);
@@ -268,6 +283,9 @@ ExperimentData extract_experiment(Store& store, const ExperimentRecord& experime
     const size_t begin = span == spans.end() ? 0 : span->second.first;
     const size_t end = span == spans.end() ? 0 : span->second.second;
     summarize_values(trial, columns, begin, end, minimize, experiment.created_at);
+    for (size_t k = 0; k < data.objectives.size(); ++k) {
+      data.objective_values[k].push_back(last_value(columns, data.objectives[k].metric, begin, end));
+    }
     const std::vector<Attempt> attempts = split_attempts(columns, begin, end);
     const size_t first_mark = data.marks.size();
     mark_attempts(data, ctx, trial, attempts);
@@ -284,6 +302,7 @@ ExperimentData extract_experiment(Store& store, const ExperimentRecord& experime
     data.best_trial = best->index;
     data.best_checkpoint = best_checkpoint(store, best->row, data.mode);
   }
+  for (size_t i : internal::pareto_order(data.objectives, data.objective_values)) data.pareto_front.push_back(data.trials[i].index);
   data.params = sampled_params(data.trials);
   data.lanes = assign_lanes(data.intervals);
   // The driver records the sweep's capacity when it starts: utilisation is

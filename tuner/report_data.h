@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "search/searcher.h"
 #include "storage/store.h"
 #include "tuner/report.h"
 
@@ -102,6 +103,14 @@ struct ExperimentData {
   std::vector<Importance> importance;
   int64_t best_trial = -1;              // index, by `value` (ties: lower index)
   std::string best_checkpoint;
+  // A multi-objective experiment (its stored spec's objectives; empty with
+  // one metric): each objective's value per trial, in `trials` order, taken
+  // as TrialData::value is (its last result that has it), and the Pareto
+  // front as `tune best` gives it (trial indices, by the first objective,
+  // best first).
+  std::vector<Objective> objectives;
+  std::vector<std::vector<double>> objective_values;  // [objective][trial]
+  std::vector<int64_t> pareto_front;
   size_t results = 0;                   // results read
   size_t curve_points = 0;              // points kept in the curves
 };

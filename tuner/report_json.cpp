@@ -3,9 +3,10 @@
 // nlohmann tree of 10^5 numbers first would cost more than reading the store.
 //
 // An experiment is written in two parts. What the charts of the page's first
-// screen draw (history, curves, importance: the summary, the trials' indices
-// and values, the curves, the scheduler's marks) is one object, in
-// #tune-data. The rest (the trials' statuses, attempts, best values,
+// screen draw (Pareto front, history, curves, importance: the summary, the
+// trials' indices and values, each objective's values and the front of a
+// multi-objective experiment, the curves, the scheduler's marks) is one
+// object, in #tune-data. The rest (the trials' statuses, attempts, best values,
 // iterations, end times, errors and parameters, the slot intervals: ~45 % of
 // the bytes of a large sweep) is written a field at a time, each its own
 // element after the page's scripts, which the browser parses once the first
@@ -188,6 +189,17 @@ void write_schedule(Writer& w, const ExperimentData& d) {
   });
 }
 
+// A multi-objective experiment's objectives, each one's value per trial (in
+// "trials" order) and its Pareto front (trial indices, by the first
+// objective, best first). Absent with one metric.
+void write_pareto(Writer& w, const ExperimentData& d) {
+  w.object("pareto", [&] {
+    w.array("objectives", d.objectives, [&](const Objective& o) { w.json({{"metric", o.metric}, {"mode", o.mode}}); });
+    w.array("values", d.objective_values, [&](const std::vector<double>& v) { w.numbers(nullptr, v); });
+    w.integers("front", d.pareto_front);
+  });
+}
+
 Json summary(const ExperimentData& d) {
   const ExperimentRecord& r = d.record;
   Json counts = Json::object();
@@ -226,6 +238,7 @@ void append_experiment_json(std::string& out, std::vector<LaterField>& later, co
     w.key("summary");
     w.json(summary(data));
     write_trials(w, data);
+    if (!data.objectives.empty()) write_pareto(w, data);
     write_curves(w, data);
     write_schedule(w, data);
     w.object("intervals", [] {});  // its fields come later

@@ -5,8 +5,10 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <fstream>
 #include <map>
 #include <regex>
+#include <sstream>
 
 #include "png_reader.h"
 #include "storage/store.h"
@@ -73,6 +75,22 @@ Rendered render(const std::string& html, const std::string& query = "?all") {
     r.elements.emplace(attribute(it->str(), "data-chart"), elements.empty() ? -1 : std::stoi(elements));
   }
   return r;
+}
+
+// The first chart of `kind` as rendered: its element up to the next chart's.
+std::string chart_markup(const Rendered& r, const std::string& kind) {
+  const size_t start = r.main.find("<div class=\"tune-chart\" data-chart=\"" + kind + "\"");
+  if (start == std::string::npos) return "";
+  return r.main.substr(start, r.main.find("<div class=\"tune-chart\"", start + 1) - start);
+}
+
+// The experiments' data in a report file (#tune-data).
+Json page_data(const std::string& html) {
+  std::stringstream text;
+  text << std::ifstream(html).rdbuf();
+  const std::string page = text.str(), open = "<script type=\"application/json\" id=\"tune-data\">";
+  const size_t start = page.find(open) + open.size();
+  return Json::parse(page.substr(start, page.find("</script>", start) - start));
 }
 
 void expect_clean(const Rendered& r) {
@@ -214,6 +232,80 @@ TEST(ReportEndToEnd, SchedulerViewsShowRungsAndLineage) {
   expect_clean(both);
   EXPECT_EQ(both.count("compare"), 1);
   EXPECT_EQ(both.charts, asha.charts + pbt.charts + 1);
+}
+
+const char* kZdt1 = R"(name: zdt1-random
+trainable: zdt1
+metric: [f1, f2]
+mode: [min, min]
+num_samples: 30
+max_concurrent_trials: 2
+search: {algorithm: random, seed: 4}
+param_space: {x0: {uniform: [0, 1]}, x1: {uniform: [0, 1]}, x2: {uniform: [0, 1]}, x3: {uniform: [0, 1]},
+              x4: {uniform: [0, 1]}, x5: {uniform: [0, 1]}}
+)";
+
+// The highlighted points of the Pareto chart: SVG paths in the front's colour
+// that a scaled symbol draws (the legend's icon is only translated).
+int front_points(const Rendered& r) {
+  const std::string chart = chart_markup(r, "pareto");
+  const std::regex point("<path [^>]*transform=\"matrix\\([^>]*fill=\"#d62728\"");
+  return static_cast<int>(std::distance(std::sregex_iterator(chart.begin(), chart.end(), point), std::sregex_iterator()));
+}
+
+TEST(ReportEndToEnd, AMultiObjectiveSweepShowsItsParetoFront) {
+  Sweeps s;
+  s.run("zdt1", kZdt1);
+  const std::string html = s.report("zdt1-random");
+  const Rendered r = render(html);
+  expect_clean(r);
+  EXPECT_EQ(r.count("pareto"), 1);
+  const Json front = page_data(html)["experiments"][0]["pareto"]["front"];
+  // The front `tune best` lists, and nothing like a single best trial.
+  auto best = run_tune("best zdt1-random --json --storage " + s.store);
+  ASSERT_EQ(best.exit_code, 0) << best.err;
+  const Json best_json = Json::parse(best.out);  // named: a range over a temporary's member dangles
+  std::vector<int64_t> listed;
+  for (const Json& member : best_json["pareto_front"]) listed.push_back(member["trial_index"]);
+  EXPECT_EQ(front, Json(listed));
+  ASSERT_GE(listed.size(), 2u);
+  EXPECT_EQ(front_points(r), static_cast<int>(listed.size()));
+  EXPECT_NE(r.main.find("Pareto front: " + std::to_string(listed.size()) + " trials"), std::string::npos);
+  EXPECT_EQ(r.main.find("Best trial"), std::string::npos);
+  EXPECT_NE(r.main.find("f1 (min)"), std::string::npos);  // an axis' name
+  EXPECT_EQ(r.main.find("<select"), std::string::npos);   // two objectives: nothing to pick
+  // A member selected in the URL: ringed on the chart, its objectives in the details.
+  const std::string first = std::to_string(listed.front());
+  const Rendered selected = render(html, "?all#e0-t" + first);
+  expect_clean(selected);
+  EXPECT_TRUE(std::regex_search(chart_markup(selected, "pareto"),
+                                std::regex("<path [^>]*transform=\"matrix\\([^>]*stroke=\"#111\"")));
+  EXPECT_NE(selected.main.find("Selected: <b>trial " + first + "</b> (TERMINATED), on the Pareto front · f1: "),
+            std::string::npos);
+
+  // Three objectives: selectors for the axes; the front is over all three,
+  // so a member that the two shown make look dominated is highlighted too.
+  {
+    auto store = Store::open(s.store);
+    ExperimentRecord e{0, "three", "FINISHED", "a", "min"};
+    e.spec = {{"objectives", {{{"metric", "a"}, {"mode", "min"}}, {{"metric", "b"}, {"mode", "min"}},
+                              {{"metric", "c"}, {"mode", "max"}}}}};
+    const int64_t id = store->create_experiment(e);
+    // (1, 2, 0) (2, 1, 0) (2, 2, 5) on the front; (3, 3, 1) dominated by (2, 2, 5).
+    const std::vector<std::vector<double>> points = {{1, 2, 0}, {2, 1, 0}, {2, 2, 5}, {3, 3, 1}};
+    for (size_t i = 0; i < points.size(); ++i) {
+      const int64_t trial = store->add_trial(id, static_cast<int64_t>(i), {{"x", i}});
+      store->set_trial_status(trial, kRunning, 1);
+      store->add_result(trial, 1, 1, {{"a", points[i][0]}, {"b", points[i][1]}, {"c", points[i][2]}}, 2);
+      store->set_trial_status(trial, kTerminated, 3);
+    }
+  }
+  const Rendered three = render(s.report("three"));
+  expect_clean(three);
+  EXPECT_EQ(front_points(three), 3);
+  EXPECT_NE(three.main.find("<select data-axis=\"x\">"), std::string::npos);
+  EXPECT_NE(three.main.find("<select data-axis=\"y\">"), std::string::npos);
+  EXPECT_NE(three.main.find("Pareto front: 3 trials"), std::string::npos);
 }
 
 TEST(ReportEndToEnd, FailedAndNaNExperimentsStillGiveAReadablePage) {

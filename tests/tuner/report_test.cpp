@@ -1,18 +1,23 @@
 // The HTML report's data: what is extracted from a store written through the
-// Store API (scheduler marks, slot intervals, rungs, lineage, best trial) and
-// the analyses behind it; the page's assembly and atomic writing.
+// Store API (scheduler marks, slot intervals, rungs, lineage, best trial) or
+// by a multi-objective sweep (each objective, the Pareto front) and the
+// analyses behind it; the page's assembly and atomic writing.
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
 
 #include <cmath>
 #include <filesystem>
 #include <random>
+#include <set>
 
 #include "storage/store.h"
 #include "test_util.h"
 #include "base/error.h"
+#include "tuner/pareto_front.h"
 #include "tuner/report.h"
 #include "tuner/report_data.h"
+#include "tuner/tuner.h"
+#include "tuner_test_util.h"
 
 namespace tune {
 namespace {
@@ -160,6 +165,85 @@ TEST(ReportData, AStoreWithoutTrialsOrMetricStillExtracts) {
   EXPECT_EQ(d.mode, "min");
 }
 
+TEST(ReportData, AnExperimentWithOneMetricHasNoParetoFront) {
+  AshaStore s;
+  const auto d = s.extract();
+  EXPECT_TRUE(d.objectives.empty());
+  EXPECT_TRUE(d.objective_values.empty());
+  EXPECT_TRUE(d.pareto_front.empty());
+  const std::string page = render_report(*s.store, s.dir.path(), {"asha-demo"});
+  EXPECT_EQ(page.find("\"pareto\""), std::string::npos);
+}
+
+// loss = (x - 0.3)^2 + y, accuracy = 1 - (x - 0.7)^2 - y / 2 (as in
+// pareto_front_test.cpp): x trades one for the other, so the front has
+// several trials.
+void two_objectives(Session& session) {
+  const double x = session.config()["x"], y = session.config()["y"];
+  session.report({{"loss", (x - 0.3) * (x - 0.3) + y}, {"accuracy", 1 - (x - 0.7) * (x - 0.7) - y / 2}});
+}
+
+TEST(ReportData, AMultiObjectiveExperimentHasEachObjectiveAndExactlyTheNonDominatedTrialsAsItsFront) {
+  TempDir dir;
+  SweepSpec spec;
+  spec.name = "moo";
+  spec.objectives = {{"loss", "min"}, {"accuracy", "max"}};
+  spec.num_samples = 60;
+  spec.search.seed = 11;
+  spec.param_space.add("x", uniform(0, 1)).add("y", uniform(0, 1));
+  Tuner(two_objectives, spec, testing::quiet_run(dir)).fit();
+  auto store = Store::open(dir.path());
+  const ExperimentRecord experiment = *store->find_experiment("moo");
+  // A trial with one objective only takes no part, however good its loss.
+  const int64_t partial = store->add_trial(experiment.id, 60, {{"x", 0.3}, {"y", 0.0}});
+  store->set_trial_status(partial, kRunning, experiment.created_at + 1);
+  store->add_result(partial, 1, 1, {{"loss", -1.0}}, experiment.created_at + 2);
+  store->set_trial_status(partial, kTerminated, experiment.created_at + 2);
+
+  const auto d = report::extract_experiment(*store, experiment, {}, 0);
+  ASSERT_EQ(d.objectives, spec.objectives);
+  ASSERT_EQ(d.trials.size(), 61u);
+  const std::vector<TrialRecord> trials = store->trials(experiment.id);
+  std::set<int64_t> expected;
+  for (size_t i = 0; i < trials.size(); ++i) {
+    const Json& mine = trials[i].last_result;
+    EXPECT_EQ(d.objective_values[0][i], mine["loss"].get<double>());
+    if (!mine.contains("accuracy")) {
+      EXPECT_TRUE(std::isnan(d.objective_values[1][i]));
+      continue;
+    }
+    EXPECT_EQ(d.objective_values[1][i], mine["accuracy"].get<double>());
+    bool dominated = false;
+    for (const TrialRecord& other : trials) {
+      const Json& theirs = other.last_result;
+      if (!theirs.contains("accuracy")) continue;
+      const double la = theirs["loss"], lb = mine["loss"], aa = theirs["accuracy"], ab = mine["accuracy"];
+      dominated = dominated || (la <= lb && aa >= ab && (la < lb || aa > ab));
+    }
+    if (!dominated) expected.insert(trials[i].trial_index);
+  }
+  EXPECT_EQ(std::set<int64_t>(d.pareto_front.begin(), d.pareto_front.end()), expected);
+  EXPECT_GE(expected.size(), 3u);  // a trade-off, not one winner
+  // In the order `tune best` lists the front.
+  std::vector<int64_t> listed;
+  for (const auto& member : internal::pareto_trials(*store, experiment, spec.objectives)) {
+    listed.push_back(member.trial.trial_index);
+  }
+  EXPECT_EQ(d.pareto_front, listed);
+
+  // The page's first screen has all of it (the Pareto chart draws it).
+  const std::string page = render_report(*store, dir.path(), {"moo"});
+  const std::string open = "<script type=\"application/json\" id=\"tune-data\">";
+  const size_t start = page.find(open) + open.size();
+  const Json pareto = Json::parse(page.substr(start, page.find("</script>", start) - start))["experiments"][0]["pareto"];
+  EXPECT_EQ(pareto["objectives"], (Json{{{"metric", "loss"}, {"mode", "min"}}, {{"metric", "accuracy"}, {"mode", "max"}}}));
+  EXPECT_EQ(pareto["front"], Json(d.pareto_front));
+  ASSERT_EQ(pareto["values"].size(), 2u);
+  EXPECT_EQ(pareto["values"][1].size(), 61u);
+  EXPECT_TRUE(pareto["values"][1][60].is_null());
+  EXPECT_NEAR(pareto["values"][0][7].get<double>(), d.objective_values[0][7], 1e-5 * std::abs(d.objective_values[0][7]));
+}
+
 TEST(ReportData, PbtLineageListsEachExploitWithItsPerturbation) {
   AshaStore s;
   ExploitRecord x;
@@ -196,6 +280,14 @@ TEST(ReportAnalysis, ImportanceGoesToTheParameterTheMetricDependsOn) {
   for (const auto& i : importance) sum += i.value;
   EXPECT_NEAR(sum, 1.0, 1e-12);
   EXPECT_TRUE(report::parameter_importance({"x"}, std::vector<report::TrialData>(2)).empty());
+}
+
+TEST(ParetoOrder, TheNonDominatedPointsByTheFirstObjectiveBestFirst) {
+  // a min, b max: (1, 1), (2, 3) twice, a NaN, (3, 1) which (1, 1) dominates, (0.5, 0.2).
+  const std::vector<Objective> objectives = {{"a", "min"}, {"b", "max"}};
+  const std::vector<std::vector<double>> values = {{1, 2, 2, NAN, 3, 0.5}, {1, 3, 3, 9, 1, 0.2}};
+  EXPECT_EQ(internal::pareto_order(objectives, values), (std::vector<size_t>{5, 0, 1, 2}));  // equal points share it
+  EXPECT_TRUE(internal::pareto_order(objectives, {{NAN}, {1}}).empty());
 }
 
 TEST(ReportAnalysis, DownsamplingKeepsEndsAndSpikesWithinBudget) {

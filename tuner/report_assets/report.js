@@ -10,6 +10,9 @@
 //             intervals (how many)
 //   trials    index, status, attempts, value, best, iterations, end, error,
 //             p [one column per param]
+//   pareto    only for a multi-objective experiment: objectives [{metric,
+//             mode}], values [one column per objective, in trials' order],
+//             front [trial indices, by the first objective, best first]
 //   curves    start (offsets per trial, one extra at the end), x, y
 //   marks     trial, x (iteration), y (metric), p (the scheduler's progress
 //             attribute), kind (stopped|paused|promoted|exploited|retried|error)
@@ -175,15 +178,21 @@
     });
   };
 
-  // "trial 12 (TERMINATED)", its metric and its sampled parameters: the
+  // "trial 12 (TERMINATED)", its metric (each objective's, and whether it is
+  // on the Pareto front, with several) and its sampled parameters: the
   // tooltip of every point that stands for a trial.
   T.trialTooltip = function (e, trial) {
     var i = e.pos[trial];
     if (i === undefined) return '';
     if (!T.loaded()) return '<b>trial ' + trial + '</b>';  // its details are in the rest of the data
-    var t = e.data.trials, s = e.data.summary;
-    var lines = ['<b>trial ' + trial + '</b> (' + T.escape(t.status[i]) + ')',
-      T.escape(s.metric || 'metric') + ': ' + T.fmt(t.value[i]) + ' (best ' + T.fmt(t.best[i]) + ')'];
+    var t = e.data.trials, s = e.data.summary, p = e.data.pareto;
+    var lines = ['<b>trial ' + trial + '</b> (' + T.escape(t.status[i]) + ')' +
+      (p && p.front.indexOf(trial) >= 0 ? ', on the Pareto front' : '')];
+    if (p) {
+      p.objectives.forEach(function (o, k) { lines.push(T.escape(o.metric) + ': ' + T.fmt(p.values[k][i])); });
+    } else {
+      lines.push(T.escape(s.metric || 'metric') + ': ' + T.fmt(t.value[i]) + ' (best ' + T.fmt(t.best[i]) + ')');
+    }
     s.params.slice(0, 12).forEach(function (name, k) {
       lines.push(T.escape(name) + ': ' + T.escape(T.fmt(t.p[k][i])));
     });
@@ -204,7 +213,7 @@
   };
 
   // Registers a chart builder: build(experiment, grid) adds its panel(s);
-  // `order` places it on the page (history 10, curves 20, scheduler views
+  // `order` places it on the page (Pareto front 5, history 10, curves 20, scheduler views
   // 30-32, importance 35, parallel 40, slices 60, timeline 70).
   T.builder = function (order, build) { T.builders.push({ order: order, build: build }); };
 
@@ -379,13 +388,15 @@
     var counts = Object.keys(s.counts).map(function (k) { return s.counts[k] + ' ' + k; }).join(', ');
     row('status', s.status + (s.running ? ' (live)' : ''));
     row('trials', (e.data.trials.index.length || 0) + (counts ? ' — ' + counts : ''));
-    row('metric', s.metric ? s.metric + ' (' + s.mode + ')' : 'none');
+    var p = e.data.pareto;
+    row(p ? 'metrics' : 'metric', p ? T.objectives(p) : s.metric ? s.metric + ' (' + s.mode + ')' : 'none');
     row('search / scheduler', (s.search || '?') + ' / ' + s.scheduler);
     row('wall time', T.duration(s.wall_s));
     row('slot utilisation', s.utilisation === null ? '–' : Math.round(s.utilisation * 100) + '% of ' + s.lanes +
       ' trial slot' + (s.lanes === 1 ? '' : 's') + (s.slots_per_trial > 1 ? ' × ' + s.slots_per_trial + ' cores' : ''));
     row('results', s.results + (s.curve_points < s.results ? ' (curves show ' + s.curve_points + ')' : ''));
     var best = T.el('div', { 'class': 'card' }, parent);
+    if (p) return frontCard(e, best);
     if (!s.best) {
       T.el('div', { 'class': 'empty' }, best, s.metric ? 'No trial has reported a finite ' + s.metric + ' yet.' : 'No metric.');
       return;
@@ -401,6 +412,34 @@
     var constants = Object.keys(s.constants).map(function (k) { return k + '=' + T.fmt(s.constants[k]); });
     if (constants.length) T.el('p', { 'class': 'note' }, best, 'constants: ' + constants.join(', '));
     if (s.best.checkpoint) T.el('p', { 'class': 'note' }, best, 'checkpoint: ' + s.best.checkpoint);
+  }
+
+  // "f1 (min), f2 (min)".
+  T.objectives = function (p) {
+    return p.objectives.map(function (o) { return o.metric + ' (' + o.mode + ')'; }).join(', ');
+  };
+
+  // A multi-objective experiment has no one best trial: its Pareto front,
+  // each member's objectives (as `tune best` lists them).
+  function frontCard(e, card) {
+    var p = e.data.pareto, s = e.data.summary;
+    if (!p.front.length) {
+      T.el('div', { 'class': 'empty' }, card, 'No trial has reported ' + T.objectives(p) + ' yet.');
+      return;
+    }
+    T.el('h3', {}, card, 'Pareto front: ' + p.front.length + ' trial' + (p.front.length === 1 ? '' : 's'));
+    T.el('p', { 'class': 'note' }, card, 'No other trial is as good on every metric and better on one.');
+    var table = T.el('table', {}, card), head = T.el('tr', {}, table);
+    T.el('td', {}, head, 'trial');
+    p.objectives.forEach(function (o) { T.el('td', {}, head, o.metric); });
+    p.front.slice(0, 10).forEach(function (trial) {
+      var tr = T.el('tr', {}, table), i = e.pos[trial];
+      T.el('td', {}, tr, String(trial));
+      p.objectives.forEach(function (o, k) { T.el('td', {}, tr, T.fmt(p.values[k][i])); });
+    });
+    if (p.front.length > 10) T.el('p', { 'class': 'note' }, card, '… and ' + (p.front.length - 10) + ' more');
+    var constants = Object.keys(s.constants).map(function (k) { return k + '=' + T.fmt(s.constants[k]); });
+    if (constants.length) T.el('p', { 'class': 'note' }, card, 'constants: ' + constants.join(', '));
   }
 
   function experimentSection(e) {

@@ -1,4 +1,4 @@
-// tune report: optimization history, learning curves, parallel coordinates,
+// tune report: the Pareto front, optimization history, learning curves, parallel coordinates,
 // parameter importance and slices (one builder each, in page order).
 (function () {
   'use strict';
@@ -10,6 +10,87 @@
     return { id: id || 'selected', name: 'selected', type: 'scatter', symbolSize: 16, z: 10, silent: true,
       itemStyle: { color: 'rgba(0,0,0,0)', borderColor: '#111', borderWidth: 2 }, data: [] };
   }
+
+  // The Pareto front of a multi-objective experiment (Optuna's
+  // plot_pareto_front): every trial with every objective by two of them, the
+  // front's members highlighted, the dominated trials faded. With three or
+  // more objectives, two selectors pick the axes; the highlighted trials are
+  // the front over all of them, some of which the two shown may not tell
+  // apart from dominated ones.
+  T.builder(5, function pareto(e, grid) {
+    var p = e.data.pareto, t = e.data.trials, title = 'Pareto front';
+    if (!p) return;
+    var objectives = p.objectives, onFront = {}, rows = [];
+    p.front.forEach(function (trial) { onFront[trial] = true; });
+    t.index.forEach(function (trial, i) {
+      for (var k = 0; k < objectives.length; k++) if (!finite(p.values[k][i])) return;
+      rows.push(i);
+    });
+    if (!rows.length) return T.empty(grid, title, 'No trial has reported ' + T.objectives(p) + ' yet.');
+    var panel = T.panel(grid, title, p.front.length + ' of ' + rows.length + ' trials are on the front: no other ' +
+      'trial is as good on every metric and better on one. The line joins those no other beats on the two ' +
+      'metrics shown; click a point to select its trial.');
+    var xk = 0, yk = 1;
+    function label(k) { return objectives[k].metric + ' (' + objectives[k].mode + ')'; }
+    // v better than w on objective k.
+    function better(k, v, w) { return objectives[k].mode === 'max' ? v > w : v < w; }
+    function option() {
+      var front = [], dominated = [];
+      rows.forEach(function (i) {
+        (onFront[t.index[i]] ? front : dominated).push([p.values[xk][i], p.values[yk][i], t.index[i]]);
+      });
+      // The front of the two shown: by x, best first, each member that
+      // improves y; between two, the corner at the worse x and the worse y.
+      var sorted = front.slice().sort(function (a, b) {
+        if (a[0] !== b[0]) return better(xk, a[0], b[0]) ? -1 : 1;
+        if (a[1] !== b[1]) return better(yk, a[1], b[1]) ? -1 : 1;
+        return 0;
+      });
+      var line = [];
+      sorted.forEach(function (point) {
+        var last = line[line.length - 1];
+        if (last && !better(yk, point[1], last[1])) return;
+        if (last) line.push([point[0], last[1]]);
+        line.push(point);
+      });
+      var xs = rows.map(function (i) { return p.values[xk][i]; }), ys = rows.map(function (i) { return p.values[yk][i]; });
+      return {
+        grid: { left: 64, right: 20, top: 30, bottom: 44 }, legend: { top: 0 },
+        tooltip: { trigger: 'item', formatter: function (q) { return T.trialTooltip(e, q.value[2]); } },
+        xAxis: T.valueAxis(label(xk), xs, { nameGap: 26 }),
+        yAxis: T.valueAxis(label(yk), ys),
+        series: [
+          { name: 'dominated', type: 'scatter', symbolSize: 6, large: true, largeThreshold: 2000, progressive: 0,
+            itemStyle: { color: '#8c96a8', opacity: 0.35 }, data: dominated },
+          { name: 'Pareto front', type: 'scatter', symbolSize: 9, z: 4, itemStyle: { color: '#d62728' }, data: front },
+          { name: 'Pareto front', type: 'line', showSymbol: false, silent: true, z: 3,
+            lineStyle: { color: '#d62728', width: 1.5 }, itemStyle: { color: '#d62728' }, data: line },
+          ring()
+        ]
+      };
+    }
+    var entry = T.chart(e, panel, 'pareto', option, function (trial) {
+      var i = e.pos[trial];
+      var point = rows.indexOf(i) >= 0 ? [[p.values[xk][i], p.values[yk][i], trial]] : [];
+      entry.chart.setOption({ series: [{ id: 'selected', data: point }] });
+    });
+    if (objectives.length > 2) {
+      var box = T.el('span', { 'class': 'toggle' }, panel.querySelector('h3'));
+      [['x', 0], ['y', 1]].forEach(function (axis) {
+        T.el('label', {}, box, ' ' + axis[0] + ' ');
+        var select = T.el('select', { 'data-axis': axis[0] }, box);
+        objectives.forEach(function (o, k) {
+          var choice = T.el('option', { value: String(k) }, select, label(k));
+          if (k === axis[1]) choice.selected = true;
+        });
+        select.addEventListener('change', function () {
+          if (axis[0] === 'x') xk = +select.value;
+          else yk = +select.value;
+          T.redraw(entry, option);
+        });
+      });
+    }
+  });
 
   // Optimization history: each trial's value and the best so far, against
   // trial number or against the time of its last result.
