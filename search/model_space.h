@@ -121,6 +121,15 @@ std::unique_ptr<Searcher> make_tpe_searcher(const SearchOptions& options, uint64
 std::unique_ptr<Searcher> make_nsga2_searcher(const SearchOptions& options, uint64_t seed, const SearchSpace& space,
                                               const std::vector<Json>& points_to_evaluate, int64_t total);
 
+// tpe with several objectives (MOTPE, Optuna 3.1), exposed for the tests.
+// The "below" group of n_below among `losses` (one vector per trial, oriented
+// for minimization): whole non-dominated fronts while they fit, then greedy
+// hypervolume subset selection in the front that does not; ascending indices.
+std::vector<size_t> tpe_multi_objective_below(const std::vector<std::vector<double>>& losses, size_t n_below);
+// The below points' weights in l(x): each one's hypervolume contribution
+// among them plus 1e-12, divided by the largest (1 for a lone point).
+std::vector<double> tpe_multi_objective_weights(const std::vector<std::vector<double>>& below);
+
 // Testing hook: log-density of the TPE Parzen estimator built from the
 // `observed` configs (one joint estimator over every variable), at `at`.
 std::vector<double> tpe_parzen_log_pdf(const SearchSpace& space, const std::vector<Json>& observed,

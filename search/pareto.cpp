@@ -86,6 +86,23 @@ std::vector<std::vector<size_t>> non_dominated_fronts(const std::vector<std::vec
   return fronts;
 }
 
+std::vector<std::vector<size_t>> first_fronts(const std::vector<std::vector<double>>& points, size_t count) {
+  std::vector<std::vector<size_t>> fronts;
+  std::vector<size_t> rest(points.size());
+  std::iota(rest.begin(), rest.end(), 0);
+  for (size_t held = 0; held < count && !rest.empty();) {
+    std::vector<size_t> front, next;
+    for (size_t i : rest) {
+      const bool beaten = std::any_of(rest.begin(), rest.end(), [&](size_t j) { return dominates(points[j], points[i]); });
+      (beaten ? next : front).push_back(i);
+    }
+    held += front.size();
+    fronts.push_back(std::move(front));
+    rest = std::move(next);
+  }
+  return fronts;
+}
+
 std::vector<double> crowding_distance(const std::vector<std::vector<double>>& points,
                                       const std::vector<size_t>& front) {
   std::vector<double> distance(front.size(), 0.0);
@@ -121,6 +138,52 @@ double hypervolume(const std::vector<std::vector<double>>& points, const std::ve
   }
   if (reference.empty()) return 0;
   return hypervolume_from(std::move(inside), reference.data(), 0, reference.size());
+}
+
+std::vector<double> hypervolume_contributions(const std::vector<std::vector<double>>& points,
+                                              const std::vector<double>& reference) {
+  const double total = hypervolume(points, reference);
+  std::vector<double> out;
+  out.reserve(points.size());
+  std::vector<std::vector<double>> others(points.begin(), points.end());
+  for (size_t k = 0; k < points.size(); ++k) {
+    others.erase(others.begin() + static_cast<std::ptrdiff_t>(k));
+    out.push_back(total - hypervolume(others, reference));
+    others.insert(others.begin() + static_cast<std::ptrdiff_t>(k), points[k]);
+  }
+  return out;
+}
+
+std::vector<size_t> greedy_hypervolume_subset(const std::vector<std::vector<double>>& points, size_t k,
+                                              const std::vector<double>& reference) {
+  const size_t n = points.size();
+  std::vector<double> gain(n);  // what each point would add to the picked ones
+  for (size_t j = 0; j < n; ++j) gain[j] = hypervolume({points[j]}, reference);
+  std::vector<bool> taken(n, false);
+  std::vector<std::vector<double>> picked;
+  std::vector<size_t> order;
+  double picked_volume = 0;
+  while (order.size() < std::min(k, n)) {
+    size_t best = n;
+    for (size_t j = 0; j < n; ++j)
+      if (!taken[j] && (best == n || gain[j] > gain[best])) best = j;
+    taken[best] = true;
+    // A point's gain shrinks by what it shares with the new pick outside the
+    // picked volume: the box of their componentwise maximum (Optuna's update,
+    // kept for the same rounding and so the same ties).
+    for (size_t j = 0; j < n; ++j) {
+      if (taken[j]) continue;
+      std::vector<double> shared(points[j].size());
+      for (size_t d = 0; d < shared.size(); ++d) shared[d] = std::max(points[best][d], points[j][d]);
+      picked.push_back(std::move(shared));
+      gain[j] -= hypervolume(picked, reference) - picked_volume;
+      picked.pop_back();
+    }
+    picked.push_back(points[best]);
+    picked_volume = hypervolume(picked, reference);
+    order.push_back(best);
+  }
+  return order;
 }
 
 }  // namespace tune

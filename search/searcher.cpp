@@ -69,12 +69,13 @@ std::unique_ptr<Searcher> make_searcher(const SearchOptions& options, const Sear
   const int64_t total = std::max<int64_t>(num_samples, static_cast<int64_t>(points_to_evaluate.size()));
   if (options.algorithm == "nsga2")
     return internal::make_nsga2_searcher(options, seed, space, points_to_evaluate, total);
+  if (options.algorithm == "tpe")
+    return internal::make_tpe_searcher(options, seed, space, points_to_evaluate, total);
   if (!options.objectives.empty())
-    throw ConfigError::at("search.algorithm", "search algorithm '" + options.algorithm +
-                                                  "' optimizes one metric; with several metrics use nsga2, random or grid");
-  if (options.algorithm == "bayes")
-    return internal::make_bayes_searcher(options, seed, space, points_to_evaluate, total);
-  return internal::make_tpe_searcher(options, seed, space, points_to_evaluate, total);
+    throw ConfigError::at("search.algorithm",
+                          "search algorithm 'bayes' optimizes one metric; with several metrics use nsga2, tpe, "
+                          "random or grid");
+  return internal::make_bayes_searcher(options, seed, space, points_to_evaluate, total);
 }
 
 const std::vector<std::string>& searcher_names() {

@@ -46,8 +46,9 @@ struct SearchOptions {
   // experiment. Required by bayes, tpe and nsga2.
   std::string metric, mode;
   // A multi-objective sweep: every metric with its mode, two or more, the
-  // first being metric/mode. Empty with one metric. Accepted by nsga2, random
-  // and grid; bayes and tpe model one metric and refuse it (ConfigError).
+  // first being metric/mode. Empty with one metric. Accepted by nsga2, tpe
+  // (Optuna's multi-objective TPE), random and grid; bayes models one metric
+  // and refuses it (ConfigError).
   std::vector<Objective> objectives;
 };
 
@@ -81,7 +82,7 @@ class Searcher {
 // Builds the searcher for options.algorithm. Throws ConfigError (no
 // file/line; the caller adds them) for an unknown algorithm, bad params, a
 // space the algorithm cannot search, a missing metric/mode for bayes, tpe or
-// nsga2, malformed objectives, or objectives given to bayes or tpe.
+// nsga2, malformed objectives, or objectives given to bayes.
 //
 // "bayes", "tpe" and "nsga2" (search/bayes_searcher.cpp,
 // search/tpe_searcher.cpp, search/nsga2_searcher.cpp, docs/SEARCH.md):

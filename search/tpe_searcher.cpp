@@ -9,13 +9,22 @@
 // largest budget (later budgets first, then by value). Unlike Optuna, failed
 // trials are not ignored: they join the "above" group (as running trials do
 // under constant_liar) so the sampler steers away from regions that fail.
+//
+// With several objectives it is Optuna 3.1's MOTPE (Ozaki et al. 2020): the
+// "below" group is filled by whole non-dominated fronts, the front that does
+// not fit is cut by greedy hypervolume subset selection, and below points are
+// weighted by their hypervolume contribution. As in Optuna, only trials with
+// every objective finite count (failed ones are ignored), and there is no
+// constant liar (Optuna's multi-objective TPE skips running trials).
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 
 #include "search/gp.h"
 #include "search/model_searcher.h"
+#include "search/pareto.h"
 #include "base/error.h"
 
 namespace tune::internal {
@@ -24,6 +33,9 @@ namespace {
 const std::vector<std::string> kTpeKeys = {"n_startup_trials", "n_ei_candidates", "gamma", "gamma_max",
                                            "multivariate", "constant_liar", "prior_weight", "consider_magic_clip",
                                            "consider_endpoints", "early_stopped", "exact_pdf"};
+
+// Optuna's EPS in MOTPE's reference point and weights.
+constexpr double kEps = 1e-12;
 
 double logsumexp(const std::vector<double>& v) {
   double m = -std::numeric_limits<double>::infinity();
@@ -58,11 +70,13 @@ struct TpeParams {
 class Parzen {
  public:
   // obs[k][j]: internal value of variable vars[j] in observation k.
+  // `weights`: one per observation (several objectives' below group), or
+  // null for Optuna's ramp.
   Parzen(const ModelSpace& space, std::vector<size_t> vars, const std::vector<std::vector<double>>& obs,
-         const TpeParams& p)
+         const TpeParams& p, const std::vector<double>* weights = nullptr)
       : space_(space), vars_(std::move(vars)), exact_pdf_(p.exact_pdf) {
     const size_t n = obs.size();
-    std::vector<double> w = default_weights(n);
+    std::vector<double> w = weights ? *weights : default_weights(n);
     w.push_back(p.prior_weight);  // consider_prior (always on, as Optuna's default)
     double total = 0;
     for (double x : w) total += x;
@@ -118,6 +132,13 @@ class Parzen {
         const double minsigma = p.magic_clip ? range / std::min(100.0, 1.0 + static_cast<double>(m)) : 1e-12;
         for (auto& sg : dim.sigmas) sg = std::clamp(sg, minsigma, maxsigma);
         dim.sigmas[n] = range;  // prior
+        // Each component's mass inside the bounds, once rather than per point.
+        dim.log_mass.resize(m);
+        for (size_t k = 0; k < m; ++k) {
+          const double mu = dim.mus[k], sg = dim.sigmas[k];
+          const double z_norm = normal_cdf((dim.high - mu) / sg) - normal_cdf((dim.low - mu) / sg);
+          dim.log_mass[k] = std::log(std::max(z_norm, 1e-300));
+        }
       }
       dims_.push_back(std::move(dim));
     }
@@ -166,7 +187,6 @@ class Parzen {
           continue;
         }
         const double mu = d.mus[k], sg = d.sigmas[k];
-        const double z_norm = normal_cdf((d.high - mu) / sg) - normal_cdf((d.low - mu) / sg);
         double lp;
         if (d.q > 0) {
           const double lo = std::max(point[j] - 0.5 * d.q, d.low), hi = std::min(point[j] + 0.5 * d.q, d.high);
@@ -179,7 +199,7 @@ class Parzen {
           // unless exact_pdf.
           lp = -0.5 * std::pow((point[j] - mu) / sg, 2) - 0.5 * std::log(2 * M_PI) - (exact_pdf_ ? std::log(sg) : 0.0);
         }
-        terms[k] += lp - std::log(std::max(z_norm, 1e-300));
+        terms[k] += lp - d.log_mass[k];
       }
     }
     return logsumexp(terms);
@@ -190,6 +210,7 @@ class Parzen {
     bool categorical = false;
     double low = 0, high = 1, q = 0;
     std::vector<double> mus, sigmas;
+    std::vector<double> log_mass;  // log of each component's mass inside [low, high]
     std::vector<std::vector<double>> log_probs;
   };
   const ModelSpace& space_;
@@ -203,7 +224,7 @@ class TpeSearcher : public ModelSearcher {
  public:
   TpeSearcher(const SearchOptions& options, uint64_t seed, const SearchSpace& space, std::vector<Json> points,
               int64_t total)
-      : ModelSearcher(options, seed, space, std::move(points), total, "tpe") {
+      : ModelSearcher(options, seed, space, std::move(points), total, "tpe"), objectives_(options.objectives) {
     const OptionReader p = search_option_reader(options.params, kTpeKeys, "tpe");
     n_startup_ = p.integer_in("n_startup_trials", 10, 0, 1000000);
     n_ei_candidates_ = static_cast<int>(p.integer_in("n_ei_candidates", 24, 1, 1000000));
@@ -216,6 +237,15 @@ class TpeSearcher : public ModelSearcher {
     params_.endpoints = p.boolean("consider_endpoints", false);
     early_stopped_ = p.string("early_stopped", "rank_below", {"rank_below", "as_is"});
     params_.exact_pdf = p.boolean("exact_pdf", false);
+    if (constant_liar_ && !objectives_.empty())
+      throw ConfigError::at("search.constant_liar",
+                            "search.constant_liar is not supported with several metrics (Optuna 3.1's "
+                            "multi-objective TPE ignores running trials)");
+    // Early-stopped trials exist only under a scheduler, and a sweep with
+    // several metrics has none: the option would silently do nothing.
+    if (p.has("early_stopped") && !objectives_.empty())
+      throw ConfigError::at("search.early_stopped",
+                            "search.early_stopped does not apply with several metrics (they run with scheduler fifo)");
   }
 
  private:
@@ -224,9 +254,22 @@ class TpeSearcher : public ModelSearcher {
     double step_key;  // -inf: full budget; -budget: stopped early; +inf: failed or running
     double value;
     const Json* config;
+    double weight = 1;  // several objectives: the below group's weight
+  };
+  // The groups l(x) and g(x) are built from, each in trial order.
+  struct Split {
+    std::vector<Entry> below, above;
+    bool weighted = false;  // below's weights are Entry::weight, not the ramp
   };
 
-  Json propose(int64_t i) override {
+  // The below group's size for n counted trials (Optuna's default_gamma).
+  size_t below_size(size_t n) const {
+    return std::min<size_t>(static_cast<size_t>(std::ceil(gamma_ * static_cast<double>(n))),
+                            static_cast<size_t>(gamma_max_));
+  }
+
+  // One metric: nullopt while fewer than n_startup_trials trials succeeded.
+  std::optional<Split> split_one_metric(int64_t i) const {
     std::vector<ScoredTrial> scored = score_trials(finished(), metric_, mode_);
     std::vector<Entry> entries;
     int64_t n_done = 0;
@@ -240,8 +283,7 @@ class TpeSearcher : public ModelSearcher {
         entries.push_back({t.index, inf, 0.0, &finished_at(t.index).config});
       }
     }
-    auto rng = make_rng(seed_, 4, static_cast<uint64_t>(i));
-    if (n_done < n_startup_ || space_.variables().empty()) return space_.space().resolve(0, rng);
+    if (n_done < n_startup_) return std::nullopt;
     if (constant_liar_)
       for (const auto& [index, config] : running(i)) entries.push_back({index, inf, 0.0, config});
 
@@ -249,52 +291,98 @@ class TpeSearcher : public ModelSearcher {
     size_t n_scored = 0;
     for (const auto& e : entries) n_scored += e.step_key < inf;
     const size_t n = entries.size();
-    const size_t n_below = std::min<size_t>(static_cast<size_t>(std::ceil(gamma_ * static_cast<double>(n_scored))),
-                                            static_cast<size_t>(gamma_max_));
+    const size_t n_below = below_size(n_scored);
     std::vector<Entry> ranked = entries;
     std::stable_sort(ranked.begin(), ranked.end(), [](const Entry& a, const Entry& b) {
       if (a.step_key != b.step_key) return a.step_key < b.step_key;
       if (a.value != b.value) return a.value < b.value;
       return a.index < b.index;
     });
-    std::vector<Entry> below(ranked.begin(), ranked.begin() + static_cast<std::ptrdiff_t>(std::min(n_below, n)));
-    std::vector<Entry> above(ranked.begin() + static_cast<std::ptrdiff_t>(std::min(n_below, n)), ranked.end());
+    Split split;
+    split.below.assign(ranked.begin(), ranked.begin() + static_cast<std::ptrdiff_t>(std::min(n_below, n)));
+    split.above.assign(ranked.begin() + static_cast<std::ptrdiff_t>(std::min(n_below, n)), ranked.end());
     auto by_index = [](const Entry& a, const Entry& b) { return a.index < b.index; };
-    std::sort(below.begin(), below.end(), by_index);
-    std::sort(above.begin(), above.end(), by_index);
+    std::sort(split.below.begin(), split.below.end(), by_index);
+    std::sort(split.above.begin(), split.above.end(), by_index);
+    return split;
+  }
 
+  // Several objectives: the trials with every objective finite (their last
+  // values, whatever their budget: Optuna's multi-objective TPE ignores the
+  // step, and such sweeps run without early-stopping schedulers); nullopt
+  // while fewer than n_startup_trials of them.
+  std::optional<Split> split_objectives() const {
+    std::vector<Entry> feasible;
+    std::vector<std::vector<double>> losses;
+    for (const Observation& o : finished()) {
+      std::vector<double> loss;
+      for (const Objective& objective : objectives_)
+        if (auto x = observed_loss(o, objective.metric, objective.mode)) loss.push_back(*x);
+      if (loss.size() < objectives_.size()) continue;
+      feasible.push_back({o.trial_index, -std::numeric_limits<double>::infinity(), 0.0,
+                          &finished_at(o.trial_index).config});
+      losses.push_back(std::move(loss));
+    }
+    if (static_cast<int64_t>(feasible.size()) < n_startup_) return std::nullopt;
+    const std::vector<size_t> chosen = tpe_multi_objective_below(losses, below_size(feasible.size()));
+    std::vector<std::vector<double>> below_losses;
+    for (size_t k : chosen) below_losses.push_back(losses[k]);
+    const std::vector<double> weights = tpe_multi_objective_weights(below_losses);
+    Split split;
+    split.weighted = true;
+    std::vector<bool> is_below(feasible.size(), false);
+    for (size_t c = 0; c < chosen.size(); ++c) {
+      is_below[chosen[c]] = true;
+      split.below.push_back(feasible[chosen[c]]);
+      split.below.back().weight = weights[c];
+    }
+    for (size_t k = 0; k < feasible.size(); ++k)
+      if (!is_below[k]) split.above.push_back(feasible[k]);
+    return split;
+  }
+
+  Json propose(int64_t i) override {
+    auto rng = make_rng(seed_, 4, static_cast<uint64_t>(i));
+    const std::optional<Split> split = objectives_.empty() ? split_one_metric(i) : split_objectives();
+    if (!split || space_.variables().empty()) return space_.space().resolve(0, rng);
+    const std::vector<Entry>& below = split->below;
+    const std::vector<Entry>& above = split->above;
+
+    // The estimators' observations: entries whose config has a valid value
+    // for every variable in `vars`, with their weights.
+    auto observations = [&](const std::vector<Entry>& group, const std::vector<size_t>& vars,
+                            std::vector<double>* weights) {
+      std::vector<std::vector<double>> out;
+      for (const auto& e : group) {
+        std::vector<double> row(vars.size());
+        bool complete = true;
+        for (size_t j = 0; j < vars.size() && complete; ++j) {
+          auto x = space_.internal(vars[j], *e.config);
+          complete = x.has_value();
+          if (complete) row[j] = space_.snap(vars[j], *x);
+        }
+        if (!complete) continue;
+        out.push_back(std::move(row));
+        weights->push_back(e.weight);
+      }
+      return out;
+    };
+    auto choose = [&](const std::vector<size_t>& vars) {
+      std::vector<double> below_weights, above_weights;
+      const auto below_obs = observations(below, vars, &below_weights);
+      const auto above_obs = observations(above, vars, &above_weights);
+      Parzen l(space_, vars, below_obs, params_, split->weighted ? &below_weights : nullptr);
+      Parzen g(space_, vars, above_obs, params_);
+      return best_candidate(l, g, rng);
+    };
     const size_t nv = space_.variables().size();
     std::vector<double> chosen(nv, 0.0);
     if (params_.multivariate) {
       std::vector<size_t> all(nv);
       for (size_t v = 0; v < nv; ++v) all[v] = v;
-      auto rows = [&](const std::vector<Entry>& group) {
-        std::vector<std::vector<double>> out;
-        for (const auto& e : group) {
-          std::vector<double> row(nv);
-          bool complete = true;
-          for (size_t v = 0; v < nv && complete; ++v) {
-            auto x = space_.internal(v, *e.config);
-            complete = x.has_value();
-            if (complete) row[v] = space_.snap(v, *x);
-          }
-          if (complete) out.push_back(std::move(row));
-        }
-        return out;
-      };
-      Parzen l(space_, all, rows(below), params_), g(space_, all, rows(above), params_);
-      chosen = best_candidate(l, g, rng);
+      chosen = choose(all);
     } else {
-      for (size_t v = 0; v < nv; ++v) {
-        auto column = [&](const std::vector<Entry>& group) {
-          std::vector<std::vector<double>> out;
-          for (const auto& e : group)
-            if (auto x = space_.internal(v, *e.config)) out.push_back({space_.snap(v, *x)});
-          return out;
-        };
-        Parzen l(space_, {v}, column(below), params_), g(space_, {v}, column(above), params_);
-        chosen[v] = best_candidate(l, g, rng)[0];
-      }
+      for (size_t v = 0; v < nv; ++v) chosen[v] = choose({v})[0];
     }
     return space_.config_from_internal(chosen);
   }
@@ -319,9 +407,50 @@ class TpeSearcher : public ModelSearcher {
   bool constant_liar_ = false;
   TpeParams params_;
   std::string early_stopped_;
+  std::vector<Objective> objectives_;  // empty with one metric
 };
 
+// Optuna's reference point for MOTPE's hypervolumes: the worst value of each
+// objective times 1.1 (0.9 when negative, 1e-12 when 0), so that every point
+// lies strictly inside the box and has volume.
+std::vector<double> motpe_reference(const std::vector<std::vector<double>>& points) {
+  std::vector<double> reference = points.front();
+  for (const auto& p : points)
+    for (size_t d = 0; d < p.size(); ++d) reference[d] = std::max(reference[d], p[d]);
+  for (double& r : reference) r = r == 0 ? kEps : std::max(1.1 * r, 0.9 * r);
+  return reference;
+}
+
 }  // namespace
+
+std::vector<size_t> tpe_multi_objective_below(const std::vector<std::vector<double>>& losses, size_t n_below) {
+  std::vector<size_t> below;
+  for (const auto& front : first_fronts(losses, n_below)) {
+    if (below.size() + front.size() <= n_below) {
+      below.insert(below.end(), front.begin(), front.end());
+      continue;
+    }
+    if (below.size() < n_below) {
+      std::vector<std::vector<double>> points;
+      for (size_t k : front) points.push_back(losses[k]);
+      for (size_t k : greedy_hypervolume_subset(points, n_below - below.size(), motpe_reference(points)))
+        below.push_back(front[k]);
+    }
+    break;
+  }
+  std::sort(below.begin(), below.end());
+  return below;
+}
+
+std::vector<double> tpe_multi_objective_weights(const std::vector<std::vector<double>>& below) {
+  if (below.size() < 2) return std::vector<double>(below.size(), 1.0);
+  std::vector<double> weights = hypervolume_contributions(below, motpe_reference(below));
+  // Optuna adds 1e-12 so that dominated and duplicated points keep a sliver.
+  double top = 0;
+  for (double& w : weights) top = std::max(top, w += kEps);
+  for (double& w : weights) w = std::clamp(w / top, 0.0, 1.0);
+  return weights;
+}
 
 std::vector<double> tpe_parzen_log_pdf(const SearchSpace& space, const std::vector<Json>& observed,
                                        const std::vector<Json>& at, bool multivariate, bool exact_pdf) {

@@ -1,7 +1,7 @@
 // moo_bench: tune's searchers on multi-objective test problems (bench/run moo).
 //
 //   moo_bench list                        the problems, one JSON line each
-//   moo_bench run --algorithm nsga2|random --problem zdt1 [--budget 500] [--population 50] [--seeds 10]
+//   moo_bench run --algorithm nsga2|tpe|random --problem zdt1 [--budget 500] [--population 50] [--seeds 10]
 //                                         one JSON line: hypervolume per seed, mean suggest() time
 //   moo_bench evaluate --problem zdt1     stdin: one JSON array x per line; stdout: its objectives
 //   moo_bench score                       stdin: JSON lines with "problem" and "points" (per seed);
@@ -9,6 +9,8 @@
 //
 // The searcher is driven directly, sequentially (suggest, evaluate, on_complete);
 // seeds 1000..1000+seeds-1, as the Optuna peer (bench/peers/optuna_nsga2.py).
+// tpe runs with its defaults (10 startup trials, univariate), as the peer's
+// TPESampler.
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -153,7 +155,7 @@ int main(int argc, char** argv) {
       std::cout << row.dump() << "\n";
     }
   } else {
-    std::cerr << "usage: moo_bench list | run --algorithm nsga2|random --problem NAME [--budget N] [--population N] "
+    std::cerr << "usage: moo_bench list | run --algorithm nsga2|tpe|random --problem NAME [--budget N] [--population N] "
                  "[--seeds N] | evaluate --problem NAME | score\n";
     return 2;
   }

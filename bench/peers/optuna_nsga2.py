@@ -1,13 +1,14 @@
 #!/usr/bin/python3
-"""Peer for bench/run moo: Optuna 3.1's NSGAIISampler and RandomSampler on the same problems.
+"""Peer for bench/run moo: Optuna 3.1's NSGAIISampler, TPESampler and RandomSampler on the same problems.
 
-    optuna_nsga2.py --sampler nsga2|random --problem zdt1 --budget 500 --population 50 --seeds 10
+    optuna_nsga2.py --sampler nsga2|tpe|random --problem zdt1 --budget 500 --population 50 --seeds 10
     optuna_nsga2.py --check --evaluator build-bench/bench/moo_bench
 
 prints one JSON line {"sampler", "problem", "budget", "population", "points": [[f, ...] per trial] per
 seed, "suggest_ms"}; moo_bench score turns the points into hypervolumes (tune's exact
 hypervolume, the same code for every sampler). Sequential trials through ask/tell, in-memory
-storage, seeds 1000..1000+seeds-1 (as moo_bench). suggest_ms is the mean time of study.ask()
+storage, seeds 1000..1000+seeds-1 (as moo_bench). TPESampler keeps its defaults
+(n_startup_trials=10, multivariate=False), as tune's tpe. suggest_ms is the mean time of study.ask()
 plus the trial's suggest_float calls (where the sampler does its work), tell excluded.
 The problems equal moo_bench's to 1e-12 (`--check`).
 """
@@ -61,8 +62,12 @@ def run(sampler_name, problem, budget, population, seeds):
     points, ask_seconds = [], 0.0
     for s in range(seeds):
         seed = 1000 + s
-        sampler = (optuna.samplers.NSGAIISampler(population_size=population, seed=seed) if sampler_name == "nsga2"
-                   else optuna.samplers.RandomSampler(seed=seed))
+        if sampler_name == "nsga2":
+            sampler = optuna.samplers.NSGAIISampler(population_size=population, seed=seed)
+        elif sampler_name == "tpe":
+            sampler = optuna.samplers.TPESampler(seed=seed)
+        else:
+            sampler = optuna.samplers.RandomSampler(seed=seed)
         study = optuna.create_study(directions=["minimize"] * m, sampler=sampler)
         values = []
         for _ in range(budget):
@@ -79,7 +84,7 @@ def run(sampler_name, problem, budget, population, seeds):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--sampler", choices=["nsga2", "random"], default="nsga2")
+    parser.add_argument("--sampler", choices=["nsga2", "tpe", "random"], default="nsga2")
     parser.add_argument("--problem", choices=sorted(PROBLEMS), default="zdt1")
     parser.add_argument("--budget", type=int, default=500)
     parser.add_argument("--population", type=int, default=50)

@@ -149,6 +149,44 @@ TEST(Pareto, FrontsPartitionThePointsAndTheFirstIsExactlyTheNonDominated) {
   }
 }
 
+TEST(Pareto, FirstFrontsAreTheLeadingFrontsHoldingTheCount) {
+  std::mt19937 rng(777);
+  for (int set = 0; set < 200; ++set) {
+    const size_t m = 2 + set % 3, n = 1 + rng() % 40, count = rng() % (n + 2);
+    const Points points = random_points(rng, n, m);
+    const auto all = non_dominated_fronts(points);
+    const auto first = first_fronts(points, count);
+    size_t held = 0, r = 0;
+    while (held < count && r < all.size()) held += all[r++].size();
+    EXPECT_EQ(first, std::vector<std::vector<size_t>>(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(r)))
+        << set;
+  }
+}
+
+TEST(Pareto, ContributionsAreWhatEachPointAloneCovers) {
+  // Reference (6, 6): (2, 2) alone covers [2, 5] x [2, 5] less the [3, 5] x
+  // [3, 5] of (3, 3), which is dominated; (1, 5) [1, 2] x [5, 6]; (5, 1)
+  // [5, 6] x [1, 2]. Duplicates cover nothing alone.
+  const Points points = {{1, 5}, {2, 2}, {3, 3}, {5, 1}};
+  const auto c = hypervolume_contributions(points, {6, 6});
+  ASSERT_EQ(c.size(), 4u);
+  EXPECT_DOUBLE_EQ(c[0], 1.0);
+  EXPECT_DOUBLE_EQ(c[1], 5.0);
+  EXPECT_DOUBLE_EQ(c[2], 0.0);
+  EXPECT_DOUBLE_EQ(c[3], 1.0);
+  EXPECT_EQ(hypervolume_contributions({{1, 1}, {1, 1}}, {2, 2}), (std::vector<double>{0.0, 0.0}));
+}
+
+TEST(Pareto, GreedySubsetPicksTheLargestGainGivenThoseAlreadyPicked) {
+  // Reference (4, 4): (1, 1) covers the most (9); (1.2, 1.1) alone covers 8.12
+  // but adds nothing to it; (0.5, 3) adds [0.5, 1] x [3, 4] (0.5), (3, 0.6)
+  // [3, 4] x [0.6, 1] (0.4).
+  const Points points = {{1.2, 1.1}, {1, 1}, {0.5, 3}, {3, 0.6}};
+  EXPECT_EQ(greedy_hypervolume_subset(points, 3, {4, 4}), (std::vector<size_t>{1, 2, 3}));
+  EXPECT_EQ(greedy_hypervolume_subset(points, 9, {4, 4}).size(), 4u);
+  EXPECT_TRUE(greedy_hypervolume_subset(points, 0, {4, 4}).empty());
+}
+
 TEST(Pareto, HypervolumeIn2DEqualsThe3DSliceAndGrowsWithEveryPoint) {
   std::mt19937 rng(777);
   for (int set = 0; set < 200; ++set) {
