@@ -35,7 +35,9 @@ std::vector<size_t> pareto_order(const std::vector<Objective>& objectives,
     oriented.push_back(std::move(point));
   }
   if (candidates.empty()) return {};
-  std::vector<size_t> front = non_dominated_fronts(oriented).front();
+  // Only the first front is wanted: first_fronts stops there (a full sort is
+  // quadratic in the trials even when most are dominated at once).
+  std::vector<size_t> front = first_fronts(oriented, 1).front();
   // Indices ascend in a front: a stable sort leaves ties by position.
   std::stable_sort(front.begin(), front.end(), [&](size_t a, size_t b) { return oriented[a][0] < oriented[b][0]; });
   for (size_t& c : front) c = candidates[c];
