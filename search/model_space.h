@@ -121,7 +121,7 @@ std::unique_ptr<Searcher> make_tpe_searcher(const SearchOptions& options, uint64
 std::unique_ptr<Searcher> make_nsga2_searcher(const SearchOptions& options, uint64_t seed, const SearchSpace& space,
                                               const std::vector<Json>& points_to_evaluate, int64_t total);
 
-// tpe with several objectives (MOTPE, Optuna 3.1), exposed for the tests.
+// tpe with several objectives (MOTPE, Optuna 3.1; search/motpe.cpp).
 // The "below" group of n_below among `losses` (one vector per trial, oriented
 // for minimization): whole non-dominated fronts while they fit, then greedy
 // hypervolume subset selection in the front that does not; ascending indices.
