@@ -11,7 +11,7 @@ include(CMakePackageConfigHelpers)
 
 set(TUNE_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/tune)
 # The static libraries tune::tune links, users first (the order of tune.pc).
-set(TUNE_INSTALLED_LIBRARIES tune_core tune_spec tune_storage tune_trainer tune_schedulers tune_search tune_base)
+set(TUNE_INSTALLED_LIBRARIES tune_core tune_driver tune_report tune_query tune_exec tune_spec tune_storage tune_trainer tune_schedulers tune_search tune_base)
 foreach(lib IN LISTS TUNE_INSTALLED_LIBRARIES)
   string(REPLACE "tune_" "" export_name ${lib})  # tune::core, tune::spec, ... tune::base
   set_target_properties(${lib} PROPERTIES EXPORT_NAME ${export_name})

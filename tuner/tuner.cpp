@@ -3,12 +3,13 @@
 #include <cstdlib>
 
 #include "storage/analysis.h"
-#include "tuner/pareto_front.h"
-#include "tuner/driver.h"
-#include "tuner/prepare.h"
+#include "tuner/query/experiment_access.h"
+#include "tuner/query/pareto_front.h"
+#include "tuner/driver/driver.h"
+#include "tuner/driver/prepare.h"
 #include "base/error.h"
-#include "tuner/session_base.h"
-#include "tuner/worker.h"
+#include "tuner/exec/session_base.h"
+#include "tuner/exec/worker.h"
 
 namespace tune {
 
@@ -40,12 +41,6 @@ int ResultGrid::num_terminated() const {
 
 namespace {
 
-ExperimentRecord find_experiment(Store& store, const std::string& name, const std::string& storage_path) {
-  auto experiment = store.find_experiment(name);
-  if (!experiment) throw NotFoundError("experiment '" + name + "' is not in " + storage_path);
-  return *experiment;
-}
-
 Result result_of(const TrialRecord& trial, Json metrics, std::string checkpoint) {
   Result result;
   result.trial_index = trial.trial_index;
@@ -64,7 +59,7 @@ Result ResultGrid::best(const std::string& metric, const std::string& mode, cons
   const std::string m = metric.empty() ? metric_ : metric;
   const std::string d = mode.empty() ? mode_ : mode;
   auto store = Store::open(storage_path_, /*read_only=*/true);
-  const ExperimentRecord experiment = find_experiment(*store, experiment_, storage_path_);
+  const ExperimentRecord experiment = internal::find_experiment(*store, storage_path_, experiment_);
   if (metric.empty()) {
     const auto objectives = internal::experiment_objectives(experiment);
     if (!objectives.empty())
@@ -78,7 +73,7 @@ Result ResultGrid::best(const std::string& metric, const std::string& mode, cons
 
 std::vector<Result> ResultGrid::pareto_front(const std::string& scope) const {
   auto store = Store::open(storage_path_, /*read_only=*/true);
-  const ExperimentRecord experiment = find_experiment(*store, experiment_, storage_path_);
+  const ExperimentRecord experiment = internal::find_experiment(*store, storage_path_, experiment_);
   const auto objectives = internal::experiment_objectives(experiment);
   if (objectives.empty())
     throw Error("experiment '" + experiment_ + "' optimizes one metric: use best(), not pareto_front()");

@@ -28,10 +28,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tuner/checkpoint_transfer.h"
-#include "tuner/protocol.h"
-#include "tuner/resource_pool.h"
-#include "tuner/transport.h"
+#include "tuner/exec/checkpoint_transfer.h"
+#include "tuner/exec/protocol.h"
+#include "tuner/exec/resource_pool.h"
+#include "tuner/exec/transport.h"
 
 using namespace tune::internal;
 using SteadyClock = std::chrono::steady_clock;

@@ -4,7 +4,7 @@ swapped in, and every difference between the two.
 
 usage: check_charts.py PAGE.html [PAGE.html ...] [--against ECHARTS.js]
 
-It is how the report's partial ECharts build (tuner/report_assets/
+It is how the report's partial ECharts build (tuner/report/report_assets/
 echarts_entry.js) was checked against the full one (dist/echarts.min.js of the
 same version, from npm): a chart type, component or feature missing from the
 build draws less, draws differently or raises an error. Per chart (every chart

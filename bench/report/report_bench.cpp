@@ -19,7 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "storage/store.h"
-#include "tuner/report.h"
+#include "tuner/report/report.h"
 
 namespace {
 

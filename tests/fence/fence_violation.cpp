@@ -1,5 +1,5 @@
 // Must NOT compile against tune::tune: internals are outside the fence.
 #include "storage/internal/statements.h"
-#include "tuner/driver_impl.h"
+#include "tuner/driver/driver_impl.h"
 
 int main() { return 0; }

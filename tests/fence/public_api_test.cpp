@@ -14,7 +14,7 @@
 #include "storage/analysis.h"
 #include "storage/store.h"
 #include "trainer/session.h"
-#include "tuner/sweep_spec.h"
+#include "tuner/spec/sweep_spec.h"
 #include "tuner/tuner.h"
 
 #ifdef MPI_VERSION

@@ -1,4 +1,4 @@
-// Fuzz target: `tune trials --filter EXPR` (tuner/trial_filter.h).
+// Fuzz target: `tune trials --filter EXPR` (tuner/cli/trial_filter.h).
 //
 // Input: the expression, then optionally a newline and a JSON value for the
 // row's cell (anything that is not JSON is used as a string cell). The
@@ -10,7 +10,7 @@
 #include <string>
 
 #include "fuzz_util.h"
-#include "tuner/trial_filter.h"
+#include "tuner/cli/trial_filter.h"
 
 using tune::Json;
 

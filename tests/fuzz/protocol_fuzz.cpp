@@ -1,4 +1,4 @@
-// Fuzz target: the worker protocol decoder (tuner/protocol.h), as the driver
+// Fuzz target: the worker protocol decoder (tuner/exec/protocol.h), as the driver
 // (decode_up, group_executor.cpp) and rank 0 (decode_down, worker.cpp) read
 // a frame from a peer that may be corrupt or hostile.
 //
@@ -11,8 +11,8 @@
 #include <string>
 
 #include "fuzz_util.h"
-#include "tuner/checkpoint_transfer.h"
-#include "tuner/protocol.h"
+#include "tuner/exec/checkpoint_transfer.h"
+#include "tuner/exec/protocol.h"
 
 using namespace tune::internal;
 

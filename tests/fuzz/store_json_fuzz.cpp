@@ -27,9 +27,9 @@
 #include "storage/internal/json_scan.h"
 #include "storage/store.h"
 #include "trainer/session.h"
-#include "tuner/cli.h"
-#include "tuner/prepare.h"
-#include "tuner/sweep_spec.h"
+#include "tuner/cli/queries.h"
+#include "tuner/driver/prepare.h"
+#include "tuner/spec/sweep_spec.h"
 
 using tune::Json;
 

@@ -1,7 +1,7 @@
 // Fuzz target: a sweep file's text, as `tune run FILE` reads it.
 //
 // read_sweep (YAML -> SweepSpec, structure and types), then prepare_sweep
-// (the semantic checks, the searcher and scheduler), as tuner/main.cpp does;
+// (the semantic checks, the searcher and scheduler), as tuner/cli/main.cpp does;
 // then what a run relies on: the spec survives its JSON form (what the store
 // keeps for `tune resume`) and the searcher suggests configurations. Only
 // tune::Error (a one-line `file:line: ...` message, exit 2) is expected.
@@ -11,8 +11,8 @@
 
 #include "fuzz_util.h"
 #include "trainer/session.h"
-#include "tuner/prepare.h"
-#include "tuner/sweep_reader.h"
+#include "tuner/driver/prepare.h"
+#include "tuner/spec/sweep_reader.h"
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   tune::register_builtin_trainables();

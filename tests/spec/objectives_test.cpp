@@ -6,7 +6,7 @@
 #include <string>
 
 #include "base/error.h"
-#include "tuner/sweep_spec.h"
+#include "tuner/spec/sweep_spec.h"
 
 namespace tune {
 namespace {

@@ -6,7 +6,7 @@
 #include <map>
 
 #include "base/error.h"
-#include "tuner/sweep_reader.h"
+#include "tuner/spec/sweep_reader.h"
 
 namespace tune {
 namespace {

@@ -1,4 +1,4 @@
-#include "tuner/sweep_spec.h"
+#include "tuner/spec/sweep_spec.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -13,7 +13,7 @@ seconds (300). Then it checks:
   - no lost result: each finished sweep has exactly num_samples x iterations
     result rows (the sweep file stops every trial at `iterations`), every
     trial TERMINATED, and every result a trial was acknowledged for
-    (TUNE_ACK_LOG, tuner/session_base.h) is stored;
+    (TUNE_ACK_LOG, tuner/exec/session_base.h) is stored;
   - PRAGMA integrity_check is ok;
 
 and prints the readers' latency (p50/p90/p99/max) per command, the same

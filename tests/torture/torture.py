@@ -10,7 +10,7 @@ driver (`tune run`) or one rank of a running worker group, then runs
              (indices 0..n-1), every one TERMINATED with results for
              iterations 1..stop (no gap)
   acked      every result a rank was acknowledged for (the TUNE_ACK_LOG hook,
-             tuner/session_base.h) is a row of `results`
+             tuner/exec/session_base.h) is a row of `results`
   integrity  PRAGMA integrity_check says ok
   orphans    no process of the run (mpirun, ranks, drivers; found by an
              environment marker) is alive afterwards

@@ -1,7 +1,7 @@
 // Checkpoints between hosts: a directory's files named in a manifest, their
 // bytes in frames, then a checksum; the receiver ends with the whole
 // checkpoint in TARGET or nothing at all (no TARGET.partial either).
-#include "tuner/checkpoint_transfer.h"
+#include "tuner/exec/checkpoint_transfer.h"
 
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
@@ -20,7 +20,7 @@
 
 #include "base/error.h"
 #include "test_util.h"
-#include "tuner/protocol.h"
+#include "tuner/exec/protocol.h"
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>

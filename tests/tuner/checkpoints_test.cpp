@@ -1,6 +1,6 @@
 // Checkpoint files kept in step with the store: pruning to the best N (plus
 // the latest), and cloning a donor's checkpoint for an exploit.
-#include "tuner/checkpoints.h"
+#include "tuner/driver/checkpoints.h"
 
 #include <gtest/gtest.h>
 

@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "storage/store.h"
-#include "tuner/sweep_spec.h"
+#include "tuner/spec/sweep_spec.h"
 #include "test_util.h"
 
 namespace tune {

@@ -11,7 +11,7 @@
 #include "tuner_test_util.h"
 #include "schedulers/scheduler.h"
 #include "storage/store.h"
-#include "tuner/prepare.h"
+#include "tuner/driver/prepare.h"
 
 namespace tune {
 namespace {

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "test_util.h"
-#include "tuner/driver_impl.h"
-#include "tuner/executor.h"
+#include "tuner/driver/driver_impl.h"
+#include "tuner/exec/executor.h"
 
 namespace tune::testing {
 

@@ -1,7 +1,7 @@
 // MPI worker groups for real (mpirun, the tune binary as worker): results
 // and verdicts cross the socket, a group is reused for the next trial of the
 // same size, a cancelled or killed group fails only its attempt.
-#include "tuner/group_executor.h"
+#include "tuner/exec/group_executor.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>

@@ -1,6 +1,6 @@
 // Hosts: OpenMPI hostfiles (plus gpus=), Slurm's compressed host and count
 // lists, the hosts of a Slurm allocation and which names are this machine.
-#include "tuner/hosts.h"
+#include "tuner/exec/hosts.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -11,7 +11,7 @@
 
 #include "base/error.h"
 #include "storage/analysis.h"
-#include "tuner/cli.h"
+#include "tuner/cli/queries.h"
 #include "tuner/tuner.h"
 #include "tuner_test_util.h"
 

@@ -1,11 +1,11 @@
 // prepare_sweep: the one check before a sweep runs, for what a sweep file
 // cannot know (the trainable, the slots) and what it can.
-#include "tuner/prepare.h"
+#include "tuner/driver/prepare.h"
 
 #include <gtest/gtest.h>
 
 #include "base/error.h"
-#include "tuner/sweep_reader.h"
+#include "tuner/spec/sweep_reader.h"
 
 namespace tune::internal {
 namespace {

@@ -1,5 +1,5 @@
 // The progress table printed while a sweep runs.
-#include "tuner/progress.h"
+#include "tuner/driver/progress.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // The worker protocol: every message round-trips; frames and fields that are
 // not the protocol decode to nothing (the peer is then treated as gone).
-#include "tuner/protocol.h"
+#include "tuner/exec/protocol.h"
 
 #include <gtest/gtest.h>
 #include <sys/socket.h>

@@ -9,7 +9,7 @@
 #include "storage/store.h"
 #include "test_util.h"
 #include "base/error.h"
-#include "tuner/report.h"
+#include "tuner/report/report.h"
 
 namespace tune {
 namespace {

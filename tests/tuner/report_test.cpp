@@ -13,9 +13,9 @@
 #include "storage/store.h"
 #include "test_util.h"
 #include "base/error.h"
-#include "tuner/pareto_front.h"
-#include "tuner/report.h"
-#include "tuner/report_data.h"
+#include "tuner/query/pareto_front.h"
+#include "tuner/report/report.h"
+#include "tuner/report/report_data.h"
 #include "tuner/tuner.h"
 #include "tuner_test_util.h"
 

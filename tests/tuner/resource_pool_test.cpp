@@ -1,7 +1,7 @@
 // The resource pool: placement never oversubscribes a host (slots or GPUs),
 // kPack uses as few hosts as it can (best fit), kSpread as many, released
 // resources come back, and a host that keeps losing attempts is taken out.
-#include "tuner/resource_pool.h"
+#include "tuner/exec/resource_pool.h"
 
 #include <gtest/gtest.h>
 #include <rapidcheck.h>

@@ -7,7 +7,7 @@
 #include "storage/store.h"
 #include "test_util.h"
 #include "base/error.h"
-#include "tuner/results_export.h"
+#include "tuner/cli/results_export.h"
 
 namespace tune {
 namespace {

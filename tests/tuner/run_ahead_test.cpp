@@ -10,8 +10,8 @@
 
 #include "schedulers/scheduler.h"
 #include "storage/store.h"
-#include "tuner/protocol.h"
-#include "tuner/session_base.h"
+#include "tuner/exec/protocol.h"
+#include "tuner/exec/session_base.h"
 #include "tuner/tuner.h"
 #include "tuner_test_util.h"
 

@@ -1,6 +1,6 @@
-// The HTTP serving layer (tuner/serve.h) against a fake model, over real
+// The HTTP serving layer (tuner/serve/serve.h) against a fake model, over real
 // sockets on 127.0.0.1 only.
-#include "tuner/serve.h"
+#include "tuner/serve/serve.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

@@ -2,7 +2,7 @@
 // and reused; results block on the driver's verdict; cancelling a queued
 // attempt ends it at once; a trial stuck after its cancel is abandoned after
 // the grace period and the executor still shuts down.
-#include "tuner/thread_executor.h"
+#include "tuner/exec/thread_executor.h"
 
 #include <gtest/gtest.h>
 

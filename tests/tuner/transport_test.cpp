@@ -1,7 +1,7 @@
 // The driver <-> worker transport: a Unix socket in a private directory or TCP
 // on one loopback address; only a peer that proves the token gets through,
 // and a peer that does not (or says nothing) is dropped in bounded time.
-#include "tuner/transport.h"
+#include "tuner/exec/transport.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -22,7 +22,7 @@
 #include <thread>
 
 #include "base/error.h"
-#include "tuner/protocol.h"
+#include "tuner/exec/protocol.h"
 
 namespace tune::internal {
 namespace {

@@ -1,0 +1,48 @@
+#include "tuner/driver/checkpoints.h"
+
+#include <algorithm>
+#include <set>
+
+#include "base/error.h"
+#include "tuner/exec/session_base.h"
+
+namespace tune::internal {
+
+namespace fs = std::filesystem;
+
+void prune_checkpoints(Store& store, int64_t trial_row, const CheckpointOptions& options, const std::string& mode) {
+  if (options.num_to_keep <= 0) return;
+  const std::string order = options.score_order.empty() ? mode : options.score_order;
+  auto live = store.checkpoints(trial_row);
+  if (static_cast<int>(live.size()) <= options.num_to_keep) return;
+  const int64_t latest_id = live.back().id;
+  std::stable_sort(live.begin(), live.end(), [&](const CheckpointRecord& a, const CheckpointRecord& b) {
+    if (a.score.has_value() != b.score.has_value()) return a.score.has_value();
+    if (!a.score) return a.id > b.id;  // the newest first (a PBT clone may go back in iterations)
+    return order == "max" ? *a.score > *b.score : *a.score < *b.score;
+  });
+  // A path a kept record still names is never removed (names do not repeat
+  // within a trial, but a user's session may report any directory).
+  std::set<std::string> kept;
+  for (size_t i = 0; i < live.size(); ++i)
+    if (i < static_cast<size_t>(options.num_to_keep) || live[i].id == latest_id) kept.insert(live[i].path);
+  for (size_t i = static_cast<size_t>(options.num_to_keep); i < live.size(); ++i) {
+    if (live[i].id == latest_id) continue;
+    std::error_code ec;
+    if (!kept.count(live[i].path)) fs::remove_all(live[i].path, ec);
+    store.mark_checkpoint_deleted(live[i].id);
+  }
+}
+
+fs::path clone_checkpoint(const std::string& donor_checkpoint, const fs::path& trial_dir, int64_t iteration,
+                          int64_t donor_index, int64_t exploit) {
+  const fs::path target = trial_dir / (checkpoint_dir_name(iteration, exploit) + "_from_" + trial_name(donor_index));
+  std::error_code ec;
+  fs::remove_all(target, ec);
+  fs::create_directories(trial_dir, ec);
+  fs::copy(donor_checkpoint, target, fs::copy_options::recursive, ec);
+  if (ec) throw Error("cannot copy checkpoint " + donor_checkpoint + " to " + target.string() + ": " + ec.message());
+  return target;
+}
+
+}  // namespace tune::internal

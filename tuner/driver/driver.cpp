@@ -1,0 +1,485 @@
+// The driver: opening a new or resumed experiment, launching trials on free
+// slots, and the event loop that commits each batch before answering workers.
+#include "tuner/driver/driver.h"
+
+#include <iostream>
+#include <map>
+
+#include "base/error.h"
+#include "base/names.h"
+#include "base/options.h"
+#include "tuner/driver/driver_impl.h"
+#include "tuner/driver/progress.h"
+#include "tuner/exec/session_base.h"
+#include "tuner/exec/transport.h"
+
+namespace tune::internal {
+
+std::atomic<int> g_interrupt_requests{0};
+
+Driver::Driver(PreparedSweep sweep, RunConfig run, bool resume, DriverEnvironment env)
+    : sweep_(std::move(sweep)),
+      run_(std::move(run)),
+      resume_(resume),
+      env_(std::move(env)),
+      clock_(env_.clock ? *env_.clock : system_clock_),
+      pool_(sweep_.hosts) {
+  pool_.set_failure_limit(sweep_.spec.failure.max_host_failures);
+}
+
+Driver::~Driver() {
+  if (executor_) {
+    drain();
+    executor_->shutdown();
+  }
+  release_lease();
+}
+
+// Ends what still runs after an exception left the loop: live attempts are
+// cancelled and their results answered kStop until none is left (bounded:
+// the executor abandons what does not stop).
+void Driver::drain() {
+  for (const auto& [attempt, placement] : live_) executor_->cancel(attempt, "the driver is stopping");
+  const double deadline = system_clock_.now() + 30;
+  while (executor_->live() > 0 && system_clock_.now() < deadline) {
+    for (TrialEvent& event : events_.take(std::chrono::milliseconds(10))) {
+      if (event.reply) event.reply(Verdict::kStop);
+    }
+    executor_->poll();
+  }
+}
+
+void Driver::open() {
+  store_ = Store::open(run_.storage_path, false, run_.durability);
+  if (resume_) {
+    load_experiment();
+  } else {
+    create_experiment();
+  }
+  ExecutorContext context{sweep_.spec, run_, sweep_.trainable, sweep_.function, experiment_dir_.string(),
+                          sweep_.slots, pool_.single_host(), "", "", events_, clock_};
+  if (!pool_.single_host()) listen_on_cluster(context);
+  std::string kind = "custom";
+  executor_ = env_.make_executor ? env_.make_executor(context) : make_executor(context, &kind);
+  const Resources& r = sweep_.spec.resources;
+  store_->add_event(experiment_.id, std::nullopt, "started",
+                    {{"slots", sweep_.slots}, {"trial_slots", r.workers * r.cpus_per_worker}, {"executor", kind}},
+                    clock_.unix_time());
+  if (!run_.report_path.empty()) {
+    report_ = std::make_unique<LiveReport>(run_.storage_path, sweep_.spec.name, run_.report_path,
+                                           run_.report_interval_s, run_.verbose);
+  }
+  started_ = last_progress_ = clock_.now();
+}
+
+// Several hosts: the driver listens on the address it reaches the hosts
+// from (or the interface the user named), never on a wildcard.
+void Driver::listen_on_cluster(ExecutorContext& context) const {
+  std::string remote;
+  for (const Host& host : pool_.hosts())
+    if (!host.local && remote.empty()) remote = host.name;
+  context.listen_address = run_.network_interface.empty() ? address_toward(remote) : interface_address(run_.network_interface);
+  if (context.listen_address.empty()) {
+    throw ConfigError(run_.network_interface.empty()
+                          ? "cannot find this machine's address toward host '" + remote + "' (name one with --network-interface)"
+                          : "no IPv4 address on interface '" + run_.network_interface + "'");
+  }
+  context.network = network_of(context.listen_address);
+}
+
+void Driver::create_experiment() {
+  SweepSpec& spec = sweep_.spec;
+  const double now = clock_.unix_time();
+  if (spec.name.empty()) {
+    spec.name = (spec.trainable.empty() ? std::string("experiment") : spec.trainable) + "-" +
+                std::to_string(static_cast<long long>(now));
+  }
+  if (store_->find_experiment(spec.name)) {
+    throw ConfigError("experiment '" + spec.name + "' already exists in " + run_.storage_path +
+                      " (continue it with `tune resume " + spec.name + "` or pick another --name)");
+  }
+  experiment_.name = spec.name;
+  experiment_.status = "RUNNING";
+  experiment_.metric = spec.metric;
+  experiment_.mode = spec.mode;
+  experiment_.spec = spec.to_json();
+  experiment_.created_at = experiment_.updated_at = now;
+  experiment_.id = store_->create_experiment(experiment_);
+  take_lease();
+  experiment_dir_ = std::filesystem::path(run_.storage_path) / spec.name;
+  std::filesystem::create_directories(experiment_dir_);
+}
+
+// Rebuilds every trial from the store: finished ones are kept, the others
+// restart from their latest checkpoint (PAUSED ones wait for the scheduler).
+void Driver::load_experiment() {
+  auto found = store_->find_experiment(sweep_.spec.name);
+  if (!found) throw NotFoundError("no experiment named '" + sweep_.spec.name + "' in " + run_.storage_path);
+  experiment_ = *found;
+  take_lease();  // before anything changes: another driver may be running it
+  experiment_dir_ = std::filesystem::path(run_.storage_path) / sweep_.spec.name;
+  std::filesystem::create_directories(experiment_dir_);
+  store_->set_experiment_status(experiment_.id, "RUNNING");
+  Scheduler& scheduler = *sweep_.scheduler;
+  const bool restored_scheduler = !experiment_.scheduler_state.is_null();
+  if (restored_scheduler) scheduler.restore_state(experiment_.scheduler_state);
+  std::vector<Observation> observations;
+  std::map<int64_t, int64_t> exploits;  // trial row -> exploits so far
+  for (const ExploitRecord& exploit : store_->exploits(experiment_.id)) exploits[exploit.trial_id] += 1;
+  for (const TrialRecord& record : store_->trials(experiment_.id)) {
+    TrialState trial;
+    trial.index = record.trial_index;
+    trial.row = record.id;
+    trial.config = record.config;
+    trial.status = record.status;
+    trial.attempt = record.attempts;
+    trial.last_result = record.last_result;
+    trial.error = record.error;
+    if (trial.last_result.is_object()) trial.time_before_attempt = trial.last_result.value("time_total_s", 0.0);
+    auto checkpoints = store_->checkpoints(record.id);
+    if (!checkpoints.empty()) trial.checkpoint = Checkpoint{checkpoints.back().path, checkpoints.back().iteration};
+    trial.iteration = trial.checkpoint ? trial.checkpoint->iteration : 0;
+    trial.exploits = exploits[record.id];
+    next_index_ = std::max(next_index_, record.trial_index + 1);
+    if (record.status == kTerminated || record.status == kError) {
+      observations.push_back({record.trial_index, record.config, record.last_result, record.status == kError});
+    } else {
+      // Searchers count it as pending (it is re-run with this config).
+      observations.push_back({record.trial_index, record.config, record.last_result, false, true});
+      if (!restored_scheduler) scheduler.on_trial_add(trial.index, trial.config);  // a restored one knows it
+      if (trial.checkpoint) scheduler.on_checkpoint(trial.index, trial.checkpoint->iteration);
+      if (record.status == kPaused) {
+        paused_.insert(trial.index);
+      } else {
+        trial.status = kPending;
+        pending_.push_back(trial.index);
+      }
+    }
+    trials_.emplace(trial.index, std::move(trial));
+  }
+  sweep_.searcher->restore(next_index_, observations);
+  store_->add_event(experiment_.id, std::nullopt, "resumed",
+                    {{"restarting", pending_.size()}, {"suggested", next_index_}}, clock_.unix_time());
+}
+
+PlacementRequest Driver::request() const {
+  const Resources& r = sweep_.spec.resources;
+  return {r.workers, r.cpus_per_worker, r.gpus_per_worker,
+          r.placement == "spread" ? PlacementPolicy::kSpread : PlacementPolicy::kPack};
+}
+
+void Driver::launch_ready() {
+  // Checked only after a host was taken out (the check visits every host).
+  if (hosts_changed_ && !stopping_) {
+    hosts_changed_ = false;
+    if (!pool_.could_ever_fit(request())) {
+      // Every host that could run a trial was taken out: stop as if
+      // interrupted, so `tune resume` continues once the hosts are back.
+      store_->add_event(experiment_.id, std::nullopt, "no_hosts_left", {{"excluded", pool_.excluded()}},
+                        clock_.unix_time());
+      std::cerr << "tune: no host left that can run a trial (taken out: " << join_names(pool_.excluded())
+                << "); resume with `tune resume " << sweep_.spec.name << "` once they are back\n";
+      stop_and_requeue("no hosts left");
+      return;
+    }
+  }
+  const int limit = sweep_.spec.max_concurrent_trials;
+  while (!stopping_ && pool_.fits(request()) && (limit == 0 || static_cast<int>(live_.size()) < limit)) {
+    std::optional<int64_t> index = next_trial();
+    if (!index) break;
+    start(trials_.at(*index), *pool_.acquire(request()));
+  }
+}
+
+// The trial to start next: a retry or exploit, else a paused trial the
+// scheduler picks, else a new one from the searcher. A trial whose previous
+// attempt is still ending waits for it.
+std::optional<int64_t> Driver::next_trial() {
+  auto attempt_live = [this](int64_t index) {
+    auto it = live_.lower_bound(AttemptId{index, 0});
+    return it != live_.end() && it->first.trial == index;
+  };
+  while (true) {
+    for (auto it = pending_.begin(); it != pending_.end(); ++it) {
+      if (attempt_live(*it)) continue;
+      const int64_t index = *it;
+      pending_.erase(it);
+      return index;
+    }
+    if (!pending_.empty()) return std::nullopt;  // retries wait for their old attempt
+    std::vector<int64_t> candidates;
+    for (int64_t index : paused_)
+      if (!attempt_live(index)) candidates.push_back(index);
+    if (!candidates.empty()) {
+      std::optional<int64_t> chosen = sweep_.scheduler->choose_trial_to_run(candidates);
+      if (chosen && std::find(candidates.begin(), candidates.end(), *chosen) != candidates.end()) {
+        paused_.erase(*chosen);
+        // The scheduler may end the chosen trial (HyperBand's losers) or
+        // exploit it (synchronous PBT) instead of resuming it as it is.
+        TrialState& trial = trials_.at(*chosen);
+        TrialDecision decision = vetted(*chosen, sweep_.scheduler->on_trial_resume(*chosen));
+        if (decision.action == TrialAction::kContinue || decision.action == TrialAction::kPause) return *chosen;
+        apply(trial, decision);  // stop: ends it; exploit: queues it first in pending_
+        continue;
+      }
+    }
+    if (searcher_done_ || !sweep_.scheduler->can_start_new_trial()) return std::nullopt;
+    std::optional<Json> config = sweep_.searcher->suggest(next_index_);
+    if (!config) {
+      searcher_done_ = true;
+      // Schedulers waiting for more trials (a HyperBand bracket that will
+      // not fill up) decide with what they have; then look again.
+      sweep_.scheduler->on_no_more_trials();
+      continue;
+    }
+    TrialState trial;
+    trial.index = next_index_++;
+    trial.config = std::move(*config);
+    trial.row = store_->add_trial(experiment_.id, trial.index, trial.config);
+    sweep_.scheduler->on_trial_add(trial.index, trial.config);
+    const int64_t index = trial.index;
+    trials_.emplace(index, std::move(trial));
+    return index;
+  }
+}
+
+// The attempt starts first and its rows follow in the same transaction (it
+// commits before the trial can learn anything): a trial waits only for what
+// it needs.
+void Driver::start(TrialState& trial, const Placement& placement) {
+  const double now = clock_.now();
+  trial.attempt += 1;
+  trial.status = kRunning;
+  trial.attempt_started = trial.last_report = now;
+  trial.iteration = trial.checkpoint ? trial.checkpoint->iteration : 0;
+  const AttemptId attempt{trial.index, trial.attempt};
+  live_[attempt] = placement;
+
+  TrialStart start;
+  start.experiment = sweep_.spec.name;
+  start.trainable = sweep_.spec.trainable;
+  start.trial_index = trial.index;
+  start.trial_dir = (experiment_dir_ / trial_name(trial.index)).string();
+  start.config = trial.config;
+  start.iteration = trial.iteration;
+  start.exploits = trial.exploits;
+  start.checkpoint = trial.checkpoint;
+  start.cpus = sweep_.spec.resources.cpus_per_worker;
+  start.setup = sweep_.spec.setup();
+  start.run_ahead = next_result_runs_ahead(trial);
+  std::filesystem::create_directories(start.trial_dir);  // a stat when make_next_trial_dir made it
+  executor_->start(attempt, std::move(start), placement);
+
+  store_->set_trial_status(trial.row, kRunning, clock_.unix_time());
+  Json hosts = Json::array();
+  for (const auto& share : placement.hosts) hosts.push_back(share.host.empty() ? std::string("localhost") : share.host);
+  store_->add_event(experiment_.id, trial.row, "trial_started",
+                    {{"attempt", trial.attempt}, {"iteration", trial.iteration}, {"host", hosts.empty() ? Json("") : hosts[0]},
+                     {"hosts", hosts}},
+                    clock_.unix_time());
+}
+
+// The next new trial's folder, made while no trial waits on the driver (after
+// a batch's answers): the start then finds it, which keeps a mkdir (~0.1 ms
+// here, the largest part of starting a trial) out of the gap between one
+// trial's end and the next one's start. finish() removes it if no trial came.
+void Driver::make_next_trial_dir() {
+  if (searcher_done_ || stopping_ || ready_dir_ == next_index_) return;
+  ready_dir_ = next_index_;
+  std::error_code ec;
+  std::filesystem::create_directories(experiment_dir_ / trial_name(ready_dir_), ec);
+}
+
+bool Driver::step(std::chrono::microseconds max_wait) {
+  {
+    Transaction txn(*store_);
+    hold_lease();
+    launch_ready();
+    txn.commit();
+  }
+  // launch_ready() started whatever could start; with nothing running,
+  // nothing ever will (searcher done, or the scheduler holds the rest).
+  if (live_.empty()) return false;
+
+  auto events = events_.take(max_wait);
+  executor_->poll();
+  if (!events.empty()) {
+    std::vector<Reply> replies;
+    Transaction txn(*store_);
+    hold_lease();
+    for (TrialEvent& event : events) handle(event, replies);
+    launch_ready();  // start successors in the same commit
+    save_states(false);
+    txn.commit();
+    // Only now, with the batch durable, do trials learn the verdicts.
+    for (auto& [reply, verdict] : replies) {
+      if (reply) reply(verdict);
+    }
+    make_next_trial_dir();
+  }
+  housekeeping();
+  return true;
+}
+
+void Driver::housekeeping() {
+  const double now = clock_.now();
+  if (sweep_.spec.failure.result_timeout_s) end_hung_trials(now);
+  renew_lease();
+  if (env_.interrupt && env_.interrupt->load() > 0 && !stopping_) interrupt();
+  if (sweep_.spec.stop.time_budget_s && now - started_ >= *sweep_.spec.stop.time_budget_s && !stopping_) {
+    stopping_ = true;  // running trials end at their next result
+    store_->add_event(experiment_.id, std::nullopt, "time_budget_reached", {{"seconds", now - started_}},
+                      clock_.unix_time());
+  }
+  if (run_.verbose && now - last_progress_ >= run_.progress_interval_s) {
+    print_progress(false);
+    last_progress_ = now;
+  }
+  if (report_) report_->tick(now);
+}
+
+// A trial silent for longer than failure.result_timeout_s fails (and is
+// retried per max_failures); its attempt is cancelled (a whole group is
+// killed; an in-process one is abandoned after the executor's grace).
+void Driver::end_hung_trials(double now) {
+  const double timeout = *sweep_.spec.failure.result_timeout_s;
+  std::vector<AttemptId> hung;
+  for (const auto& [attempt, placement] : live_) {
+    TrialState* trial = current(attempt);
+    if (trial && now - trial->last_report > timeout) hung.push_back(attempt);
+  }
+  if (hung.empty()) return;
+  Transaction txn(*store_);
+  for (const AttemptId& attempt : hung) {
+    TrialState& trial = trials_.at(attempt.trial);
+    fail(trial, "no result for " + short_number(timeout) + " s (failure.result_timeout_s); the trial was stopped");
+  }
+  txn.commit();
+  for (const AttemptId& attempt : hung) executor_->cancel(attempt, TrialExecutor::kCancelHung);
+}
+
+// Ctrl-C: running trials go back to PENDING (`tune resume` restarts them
+// from their checkpoints) and their attempts are cancelled.
+void Driver::interrupt() {
+  if (run_.verbose)
+    std::cerr << "tune: interrupted; stopping trials (resume with `tune resume " << sweep_.spec.name << "`)\n";
+  stop_and_requeue("interrupted");
+}
+
+// Ends the sweep as interrupted: running trials go back to PENDING and their
+// attempts are cancelled.
+void Driver::stop_and_requeue(const std::string& reason) {
+  stopping_ = interrupted_ = true;
+  Transaction txn(*store_);
+  for (auto& [index, trial] : trials_)
+    if (trial.status == kRunning) requeue(trial);
+  txn.commit();
+  for (const auto& [attempt, placement] : live_) executor_->cancel(attempt, reason);
+}
+
+// Scheduler state (rungs, pauses, lineage) for `tune resume`: saved with the
+// batch at most once a second (its size grows with the trials), and at the end.
+void Driver::save_states(bool force) {
+  const double now = clock_.now();
+  // A pause or exploit is saved with its batch: a restored scheduler must know
+  // every trial the store shows PAUSED (e.g. its ASHA rung), or it is orphaned.
+  if (!force && !state_changed_ && now - last_state_save_ < 1.0) return;
+  state_changed_ = false;
+  last_state_save_ = now;
+  store_->set_searcher_state(experiment_.id, {{"suggested", next_index_}});
+  store_->set_scheduler_state(experiment_.id, sweep_.scheduler->save_state());
+}
+
+void Driver::finish() {
+  Transaction txn(*store_);
+  hold_lease();
+  for (auto& [index, trial] : trials_) {
+    if (trial.status == kRunning) {
+      requeue(trial);  // abandoned: resumable
+    } else if (trial.status == kPaused && !interrupted_) {
+      terminate(trial);  // the sweep is over: never promoted
+    }
+  }
+  save_states(true);
+  const double now = clock_.unix_time();
+  store_->set_experiment_status(experiment_.id, interrupted_ ? "INTERRUPTED" : "FINISHED");
+  store_->add_event(experiment_.id, std::nullopt, interrupted_ ? "interrupted" : "finished", Json::object(), now);
+  txn.commit();
+  executor_->shutdown();
+  executor_.reset();
+  if (ready_dir_ >= next_index_) {
+    std::error_code ec;
+    std::filesystem::remove(experiment_dir_ / trial_name(ready_dir_), ec);  // only if it is still empty
+  }
+  release_lease();
+  if (report_) report_->finish();  // shows the end: the open page stops reloading
+  if (run_.verbose) print_progress(true);
+}
+
+namespace {
+bool disk_full(const std::string& message) {
+  return message.find("database or disk is full") != std::string::npos ||
+         message.find("No space left on device") != std::string::npos;
+}
+}  // namespace
+
+std::string Driver::run() {
+  try {
+    open();
+    while (step(std::chrono::milliseconds(50))) {
+    }
+    finish();
+  } catch (const std::exception& e) {
+    // A write that did not commit was not acknowledged: the store holds every
+    // result a trial was told about, and `tune resume` goes on from there.
+    if (!disk_full(e.what())) throw;
+    throw Error("the disk holding " + run_.storage_path + " is full (" + e.what() +
+                "); the sweep stopped with every acknowledged result stored: free space, then `tune resume " +
+                sweep_.spec.name + " --storage " + run_.storage_path + "`");
+  }
+  return sweep_.spec.name;
+}
+
+void Driver::print_progress(bool final) {
+  std::vector<ProgressRow> rows;
+  rows.reserve(trials_.size());
+  for (const auto& [index, trial] : trials_) {
+    rows.push_back({index, trial.status, trial.config, trial.last_result, trial.error});
+  }
+  std::vector<std::string> sampled;
+  for (const auto& parameter : sweep_.spec.param_space.parameters()) sampled.push_back(parameter.path);
+  // A multi-objective sweep shows every objective (ordered by the first).
+  std::vector<std::string> more_metrics;
+  for (size_t i = 1; i < sweep_.spec.objectives.size(); ++i) more_metrics.push_back(sweep_.spec.objectives[i].metric);
+  std::cout << render_progress(sweep_.spec.name, sweep_.spec.metric, sweep_.spec.mode, rows, clock_.now() - started_,
+                               pool_.used(), pool_.total(), final, sampled, 20, eta(), more_metrics);
+  if (const auto excluded = pool_.excluded(); !excluded.empty())
+    std::cout << "hosts taken out after repeated losses: " << join_names(excluded) << "\n";
+  std::cout << std::flush;
+}
+
+std::optional<double> Driver::eta() const {
+  EtaInput in;
+  in.total_trials = sweep_.searcher->total();
+  const Resources& r = sweep_.spec.resources;
+  in.concurrency = std::max(1, pool_.total() / std::max(1, r.workers * r.cpus_per_worker));
+  if (sweep_.spec.max_concurrent_trials > 0) in.concurrency = std::min(in.concurrency, sweep_.spec.max_concurrent_trials);
+  const double now = clock_.now();
+  for (const auto& [index, trial] : trials_) {
+    const double run_time = trial.time_before_attempt + (trial.status == kRunning ? now - trial.attempt_started : 0);
+    if (trial.status == kTerminated || trial.status == kError) {
+      in.finished_s.push_back(run_time);
+    } else {
+      in.running_s.push_back(run_time);
+    }
+  }
+  if (sweep_.spec.stop.time_budget_s) in.budget_left = *sweep_.spec.stop.time_budget_s - (now - started_);
+  return estimate_eta(in);
+}
+
+std::string run_experiment(PreparedSweep sweep, const RunConfig& run, bool resume, DriverEnvironment env) {
+  Driver driver(std::move(sweep), run, resume, std::move(env));
+  return driver.run();
+}
+
+}  // namespace tune::internal

@@ -1,0 +1,35 @@
+// Internal: the sweep driver. One event loop owns the searcher, scheduler,
+// executor and store; it never blocks on one trial. docs/ARCHITECTURE.md
+// walks through one trial's life.
+//
+//   PreparedSweep sweep = prepare_sweep(spec, run, {}, nullptr, nullptr, false);
+//   std::string name = run_experiment(std::move(sweep), run, /*resume=*/false);
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "tuner/exec/clock.h"
+#include "tuner/exec/executor.h"
+#include "tuner/driver/prepare.h"
+
+namespace tune::internal {
+
+// Set by the CLI's SIGINT/SIGTERM handler: the driver stops launching, ends
+// running trials, marks the experiment INTERRUPTED.
+extern std::atomic<int> g_interrupt_requests;
+
+// What tests replace: the clock, the interrupt flag, the executor.
+struct DriverEnvironment {
+  const Clock* clock = nullptr;                       // default: the system clock
+  const std::atomic<int>* interrupt = &g_interrupt_requests;
+  // Default: make_executor (the registered kinds).
+  std::function<std::unique_ptr<TrialExecutor>(const ExecutorContext&)> make_executor;
+};
+
+// Runs (or, with resume, continues) an experiment; returns its name.
+std::string run_experiment(PreparedSweep sweep, const RunConfig& run, bool resume, DriverEnvironment env = {});
+
+}  // namespace tune::internal

@@ -1,0 +1,153 @@
+// Internal: the Driver behind run_experiment (tuner/driver/driver.h). Its methods
+// live in driver.cpp (opening, launching, the loop, finishing) and
+// trial_events.cpp (what each event and each decision does to a trial and
+// the store). Tests drive it a step at a time with a fake executor and clock.
+//
+//   Driver driver(std::move(sweep), run, /*resume=*/false, env);
+//   driver.open();
+//   while (driver.step(std::chrono::milliseconds(50))) {}
+//   driver.finish();
+#pragma once
+
+#include <chrono>
+#include <cmath>
+#include <deque>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <vector>
+
+#include "storage/store.h"
+#include "tuner/driver/driver.h"
+#include "tuner/driver/live_report.h"
+#include "tuner/exec/resource_pool.h"
+
+namespace tune::internal {
+
+// The driver's view of one trial.
+struct TrialState {
+  int64_t index = 0;
+  int64_t row = 0;  // trials.id in the store
+  Json config;
+  std::string status = kPending;
+  int attempt = 0;  // starts so far; events of other attempts are stale
+  int failures = 0;
+  int host_losses = 0;  // attempts lost with their host (multi-host sweeps)
+  int64_t iteration = 0;
+  int64_t exploits = 0;  // PBT exploits so far (names its checkpoints apart)
+  double attempt_started = 0, last_report = 0;  // clock.now() of the running attempt
+  double time_before_attempt = 0;               // seconds run in earlier attempts
+  std::optional<Checkpoint> checkpoint;
+  Json last_result;
+  std::string error;
+};
+
+class Driver {
+ public:
+  Driver(PreparedSweep sweep, RunConfig run, bool resume, DriverEnvironment env);
+  // After an exception: cancels live attempts, answers their pending
+  // results with kStop, and shuts the executor down.
+  ~Driver();
+  Driver(const Driver&) = delete;
+  Driver& operator=(const Driver&) = delete;
+
+  // Creates (or, resuming, loads) the experiment and starts the executor.
+  void open();
+  // One turn of the loop: launch what can start, wait up to `max_wait` for
+  // events, handle them in one store transaction, then send the replies.
+  // False when the sweep is over (nothing runs and nothing can start).
+  bool step(std::chrono::microseconds max_wait);
+  // Records the end (FINISHED or INTERRUPTED) and releases the executor.
+  void finish();
+  std::string run();
+
+  const std::map<int64_t, TrialState>& trials() const { return trials_; }
+  const std::string& name() const { return sweep_.spec.name; }
+  int64_t experiment_id() const { return experiment_.id; }
+  Store& store() { return *store_; }
+
+ private:
+  using Reply = std::pair<std::function<void(Verdict)>, Verdict>;
+
+  // driver.cpp
+  void listen_on_cluster(ExecutorContext& context) const;
+  void create_experiment();
+  void take_lease();
+  void renew_lease();
+  void hold_lease();
+  [[noreturn]] void lost_lease();
+  void release_lease();
+  static constexpr double kLeaseTimeout = 60;      // s without a heartbeat: the holder is gone
+  static constexpr double kHeartbeatInterval = 2;  // s
+  void load_experiment();
+  void launch_ready();
+  std::optional<int64_t> next_trial();
+  void start(TrialState& trial, const Placement& placement);
+  PlacementRequest request() const;
+  void housekeeping();
+  void end_hung_trials(double now);
+  void interrupt();
+  void stop_and_requeue(const std::string& reason);
+  void save_states(bool force);
+  void print_progress(bool final);
+  std::optional<double> eta() const;
+  void drain();
+
+  // trial_events.cpp
+  void handle(TrialEvent& event, std::vector<Reply>& replies);
+  TrialState* current(const AttemptId& attempt);
+  Verdict on_result(TrialState& trial, TrialEvent& event);
+  void record_checkpoint(TrialState& trial, const std::string& path);
+  bool stop_criteria_met(const TrialState& trial, const Json& result) const;
+  bool next_result_runs_ahead(const TrialState& trial) const;
+  void make_next_trial_dir();
+  TrialDecision decide(const TrialState& trial, const Json& result);
+  TrialDecision vetted(int64_t trial, TrialDecision decision) const;
+  void apply(TrialState& trial, const TrialDecision& decision);
+  void leave_running(TrialState& trial);
+  void terminate(TrialState& trial);
+  void pause(TrialState& trial);
+  void exploit(TrialState& trial, const TrialDecision& decision);
+  void requeue(TrialState& trial);
+  void fail(TrialState& trial, const std::string& message, bool host_lost = false);
+  static constexpr int kMaxHostLossesPerTrial = 10;
+  void attempt_ended(const AttemptId& attempt, bool lost);
+
+  PreparedSweep sweep_;
+  RunConfig run_;
+  bool resume_;
+  DriverEnvironment env_;
+  SystemClock system_clock_;
+  const Clock& clock_;
+
+  std::unique_ptr<Store> store_;
+  ExperimentRecord experiment_;
+  std::filesystem::path experiment_dir_;
+  EventSink events_;
+  std::unique_ptr<TrialExecutor> executor_;
+  ResourcePool pool_;
+  std::unique_ptr<LiveReport> report_;  // with run.report_path
+  double last_iteration_s_ = INFINITY;  // time_this_iter_s of the latest result of any trial
+
+  std::map<int64_t, TrialState> trials_;
+  std::map<AttemptId, Placement> live_;  // attempts started and not yet ended
+  std::deque<int64_t> pending_;          // retries and exploits: started first
+  std::set<int64_t> paused_;             // PAUSED, resumed when the scheduler picks them
+  int64_t next_index_ = 0;
+  int64_t ready_dir_ = -1;  // the trial folder made ahead for next_index_ (make_next_trial_dir)
+  bool searcher_done_ = false;
+  bool state_changed_ = false;  // a pause/exploit in this batch: save scheduler state now
+  bool stopping_ = false, interrupted_ = false;
+  double started_ = 0, last_progress_ = 0, last_state_save_ = 0;
+  std::optional<LeaseRecord> lease_;  // held while this driver runs the experiment
+  double last_heartbeat_ = 0;
+  bool lease_lost_ = false;
+  bool hosts_changed_ = true;  // a host was taken out since launch_ready last checked
+};
+
+// The first non-finite metric in a result, if any.
+std::string non_finite_metric(const Json& metrics);
+
+}  // namespace tune::internal

@@ -1,0 +1,291 @@
+// What each trial event does to the trial, the searcher, the scheduler and
+// the store, and the one place where a decision becomes an action (apply).
+// Runs inside the driver's batch transaction; verdicts reach trials only
+// after it commits.
+#include <cmath>
+#include <iostream>
+
+#include "base/error.h"
+#include "base/names.h"
+#include "tuner/driver/checkpoints.h"
+#include "tuner/driver/driver_impl.h"
+
+namespace tune::internal {
+
+std::string non_finite_metric(const Json& metrics) {
+  for (const auto& [key, value] : metrics.items()) {
+    if (value.is_number_float() && !std::isfinite(value.get<double>())) return key;
+  }
+  return "";
+}
+
+// The trial `attempt` belongs to, if that attempt is still the trial's
+// running one; events of older attempts, and of attempts whose trial was
+// already decided (paused, stopped, requeued), are stale.
+TrialState* Driver::current(const AttemptId& attempt) {
+  auto it = trials_.find(attempt.trial);
+  if (it == trials_.end() || it->second.attempt != attempt.attempt || it->second.status != kRunning) return nullptr;
+  return &it->second;
+}
+
+void Driver::handle(TrialEvent& event, std::vector<Reply>& replies) {
+  TrialState* trial = current(event.attempt);
+  switch (event.kind) {
+    case TrialEvent::Kind::kResult:
+      replies.emplace_back(std::move(event.reply), trial ? on_result(*trial, event) : Verdict::kStop);
+      return;
+    case TrialEvent::Kind::kEnded:
+      attempt_ended(event.attempt, /*lost=*/false);
+      if (trial) terminate(*trial);  // the trainable returned on its own
+      return;
+    case TrialEvent::Kind::kFailed:
+      attempt_ended(event.attempt, event.lost);
+      // Across hosts a lost attempt is the host's failure, not the trial's.
+      if (trial) fail(*trial, event.message, event.lost && !pool_.single_host());
+      return;
+  }
+}
+
+// The attempt's hosts are free again. A lost attempt (its processes died,
+// not its trainable) counts against every host it ran on, unless the driver
+// cancelled it while stopping; a host that keeps losing attempts is taken
+// out of placement.
+void Driver::attempt_ended(const AttemptId& attempt, bool lost) {
+  auto it = live_.find(attempt);
+  if (it == live_.end()) return;
+  const std::vector<std::string> before = pool_.excluded();
+  for (const auto& share : it->second.hosts) {
+    if (lost && stopping_) continue;
+    if (lost) {
+      pool_.record_loss(share.host);
+    } else {
+      pool_.record_success(share.host);
+    }
+  }
+  if (lost && pool_.excluded().size() > before.size()) {
+    hosts_changed_ = true;
+    const std::vector<std::string> now = pool_.excluded();
+    store_->add_event(experiment_.id, std::nullopt, "hosts_excluded", {{"hosts", now}}, clock_.unix_time());
+    if (run_.verbose) std::cerr << "tune: hosts taken out after repeated losses: " << join_names(now) << "\n";
+  }
+  pool_.release(it->second);
+  live_.erase(it);
+}
+
+Verdict Driver::on_result(TrialState& trial, TrialEvent& event) {
+  const double now = clock_.now(), unix_now = clock_.unix_time();
+  Json result = std::move(event.metrics);
+  if (!result.is_object()) result = Json{{"value", result}};
+  if (std::string bad = non_finite_metric(result); !bad.empty()) {
+    fail(trial, "metric '" + bad + "' is not finite at iteration " + std::to_string(trial.iteration + 1));
+    return Verdict::kStop;
+  }
+  trial.iteration += 1;
+  result["training_iteration"] = trial.iteration;
+  last_iteration_s_ = now - trial.last_report;
+  result["time_this_iter_s"] = last_iteration_s_;
+  result["time_total_s"] = trial.time_before_attempt + (now - trial.attempt_started);
+  result["timestamp"] = unix_now;
+  trial.last_report = now;
+  trial.last_result = result;
+  store_->add_result(trial.row, trial.iteration, trial.attempt, result, unix_now);
+  if (!event.checkpoint.empty()) record_checkpoint(trial, event.checkpoint);
+  if (!event.message.empty()) {  // a checkpoint that did not arrive whole
+    store_->add_event(experiment_.id, trial.row, "checkpoint_failed", {{"message", event.message}}, unix_now);
+  }
+  sweep_.searcher->on_result(trial.index, result);
+  apply(trial, decide(trial, result));
+  if (trial.status != kRunning) return Verdict::kStop;
+  return next_result_runs_ahead(trial) ? Verdict::kRunAhead : Verdict::kContinue;
+}
+
+void Driver::record_checkpoint(TrialState& trial, const std::string& path) {
+  const double now = clock_.unix_time();
+  if (!std::filesystem::is_directory(path)) {
+    store_->add_event(experiment_.id, trial.row, "checkpoint_missing", {{"path", path}}, now);
+    return;
+  }
+  const SweepSpec& spec = sweep_.spec;
+  const std::string attribute = spec.checkpoint.score_attribute.empty() ? spec.metric : spec.checkpoint.score_attribute;
+  std::optional<double> score;
+  if (!attribute.empty() && trial.last_result.contains(attribute) && trial.last_result[attribute].is_number()) {
+    score = trial.last_result[attribute].get<double>();
+  }
+  store_->add_checkpoint(trial.row, trial.iteration, path, score, now);
+  trial.checkpoint = Checkpoint{path, trial.iteration};
+  sweep_.scheduler->on_checkpoint(trial.index, trial.iteration);
+  prune_checkpoints(*store_, trial.row, spec.checkpoint, spec.mode);
+}
+
+bool Driver::stop_criteria_met(const TrialState& trial, const Json& result) const {
+  const StopCriteria& stop = sweep_.spec.stop;
+  if (stop.training_iteration && trial.iteration >= *stop.training_iteration) return true;
+  for (const auto& [key, threshold] : stop.metric_thresholds) {
+    auto it = result.find(key);
+    if (it == result.end() || !it->is_number()) continue;
+    const double value = it->get<double>();
+    // An objective's threshold follows its mode; any other key's is ">=" (Ray's rule).
+    bool minimized = key == sweep_.spec.metric && sweep_.spec.mode == "min";
+    for (const auto& objective : sweep_.spec.objectives)
+      if (key == objective.metric) minimized = objective.mode == "min";
+    if (minimized ? value <= threshold : value >= threshold) return true;
+  }
+  return false;
+}
+
+// Whether nothing can be decided on the trial's next result, whatever it
+// holds: then the trial need not wait for its answer (Verdict::kRunAhead).
+// A metric threshold may be crossed by any result; a custom scheduler may act
+// on any (Scheduler::may_decide's default).
+// Only while iterations are short (where the round trip counts): a stop
+// nothing foresaw (the time budget, a non-finite metric) then comes at most
+// one short iteration late.
+bool Driver::next_result_runs_ahead(const TrialState& trial) const {
+  constexpr double kLongestIterationS = 1.0;
+  if (!run_.run_ahead || stopping_) return false;
+  double iteration_s = last_iteration_s_;
+  if (trial.last_result.is_object()) {
+    const auto own = trial.last_result.find("time_this_iter_s");
+    if (own != trial.last_result.end() && own->is_number()) iteration_s = own->get<double>();
+  }
+  if (!(iteration_s < kLongestIterationS)) return false;
+  const StopCriteria& stop = sweep_.spec.stop;
+  const int64_t next = trial.iteration + 1;
+  if (!stop.metric_thresholds.empty() || (stop.training_iteration && next >= *stop.training_iteration)) return false;
+  return !sweep_.scheduler->may_decide(trial.index, next);
+}
+
+// The sweep's own rules (ending, stop criteria) come before the scheduler's.
+TrialDecision Driver::decide(const TrialState& trial, const Json& result) {
+  if (stopping_ || stop_criteria_met(trial, result)) return TrialDecision::stop();
+  return vetted(trial.index, sweep_.scheduler->on_result(trial.index, result));
+}
+
+// A scheduler's exploit is carried out only from a donor that has a
+// checkpoint (and is another trial); otherwise the trial just goes on.
+TrialDecision Driver::vetted(int64_t index, TrialDecision decision) const {
+  if (decision.action != TrialAction::kExploit) return decision;
+  auto donor = trials_.find(decision.donor);
+  if (donor == trials_.end() || !donor->second.checkpoint || decision.donor == index) return TrialDecision::next();
+  return decision;
+}
+
+void Driver::apply(TrialState& trial, const TrialDecision& decision) {
+  switch (decision.action) {
+    case TrialAction::kContinue:
+      return;
+    case TrialAction::kStop:
+      terminate(trial);
+      return;
+    case TrialAction::kPause:
+      pause(trial);
+      return;
+    case TrialAction::kExploit:
+      exploit(trial, decision);
+      return;
+  }
+}
+
+// The trial's running attempt is over for it (its process may still be
+// stopping): its time so far is banked.
+void Driver::leave_running(TrialState& trial) {
+  if (trial.status != kRunning) return;
+  trial.time_before_attempt += clock_.now() - trial.attempt_started;
+}
+
+void Driver::terminate(TrialState& trial) {
+  leave_running(trial);
+  trial.status = kTerminated;
+  store_->set_trial_status(trial.row, kTerminated, clock_.unix_time());
+  sweep_.searcher->on_complete({trial.index, trial.config, trial.last_result, false});
+  sweep_.scheduler->on_trial_complete(trial.index, trial.last_result);
+}
+
+void Driver::pause(TrialState& trial) {
+  leave_running(trial);
+  state_changed_ = true;
+  trial.status = kPaused;
+  store_->set_trial_status(trial.row, kPaused, clock_.unix_time());
+  paused_.insert(trial.index);
+}
+
+// PBT: the trial continues from a copy of the donor's latest checkpoint with
+// the explored config, and from the donor's iteration (as Ray does): its
+// iteration count and its restored state agree whether the donor was ahead
+// or behind.
+void Driver::exploit(TrialState& trial, const TrialDecision& decision) {
+  const TrialState& donor = trials_.at(decision.donor);
+  const int64_t restored = donor.checkpoint->iteration;
+  std::filesystem::path copy;
+  try {
+    copy = clone_checkpoint(donor.checkpoint->path, experiment_dir_ / trial_name(trial.index), restored,
+                            decision.donor, trial.exploits + 1);
+  } catch (const Error& e) {
+    // The trial failed, not the sweep: it is retried from its own checkpoint.
+    fail(trial, std::string("exploit of ") + trial_name(decision.donor) + ": " + e.what());
+    return;
+  }
+  leave_running(trial);
+  state_changed_ = true;
+  const double now = clock_.unix_time();
+  trial.exploits += 1;
+  ExploitRecord record;
+  record.trial_id = trial.row;
+  record.donor_trial_id = donor.row;
+  record.iteration = trial.iteration;
+  record.donor_iteration = restored;
+  record.checkpoint_path = copy.string();
+  record.old_config = trial.config;
+  record.new_config = decision.new_config;
+  record.time = now;
+  store_->add_exploit(record);
+  store_->set_trial_config(trial.row, decision.new_config);
+  store_->add_checkpoint(trial.row, restored, copy.string(), std::nullopt, now);
+  prune_checkpoints(*store_, trial.row, sweep_.spec.checkpoint, sweep_.spec.mode);
+  trial.config = decision.new_config;
+  trial.iteration = restored;
+  trial.checkpoint = Checkpoint{copy.string(), restored};
+  sweep_.scheduler->on_checkpoint(trial.index, restored);
+  trial.status = kPending;
+  store_->set_trial_status(trial.row, kPending, now);
+  pending_.push_front(trial.index);
+}
+
+// Interrupted, not finished: left PENDING so `tune resume` restarts it.
+void Driver::requeue(TrialState& trial) {
+  leave_running(trial);
+  trial.status = kPending;
+  store_->set_trial_status(trial.row, kPending, clock_.unix_time());
+}
+
+void Driver::fail(TrialState& trial, const std::string& message, bool host_lost) {
+  leave_running(trial);
+  const double now = clock_.unix_time();
+  // A trial whose host went away is retried elsewhere without spending its
+  // max_failures (bounded: a trial that loses every host it touches errors).
+  const bool free_retry = host_lost && trial.host_losses < kMaxHostLossesPerTrial;
+  if (free_retry) {
+    trial.host_losses += 1;
+  } else {
+    trial.failures += 1;
+  }
+  trial.error = message;
+  const int max = sweep_.spec.failure.max_failures;
+  const bool retry = !stopping_ && (free_retry || max < 0 || trial.failures <= max);
+  store_->add_event(experiment_.id, trial.row, retry ? "trial_retry" : "trial_error",
+                    {{"message", message}, {"attempt", trial.attempt}, {"host_lost", host_lost},
+                     {"restore_iteration", trial.checkpoint ? trial.checkpoint->iteration : 0}}, now);
+  if (retry) {
+    trial.status = kPending;
+    store_->set_trial_status(trial.row, kPending, now, message);
+    pending_.push_front(trial.index);
+    return;
+  }
+  trial.status = kError;
+  store_->set_trial_status(trial.row, kError, now, message);
+  sweep_.searcher->on_complete({trial.index, trial.config, trial.last_result, true});
+  sweep_.scheduler->on_trial_error(trial.index);
+  if (run_.verbose) std::cerr << "tune: " << trial_name(trial.index) << " failed: " << message << "\n";
+}
+
+}  // namespace tune::internal

@@ -1,0 +1,160 @@
+#include "tuner/exec/mpi_launcher.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "base/error.h"
+
+extern char** environ;
+
+namespace tune::internal {
+namespace {
+
+std::vector<std::string> words_of(const char* text) {
+  std::vector<std::string> words;
+  if (!text) return words;
+  std::istringstream in(text);
+  for (std::string word; in >> word;) words.push_back(word);
+  return words;
+}
+
+}  // namespace
+
+std::string bind_shim_path() {
+  if (const char* path = std::getenv("TUNE_BIND_SHIM")) return path;
+  for (const char* path : {TUNE_BIND_SHIM_BUILD, TUNE_BIND_SHIM_INSTALL}) {
+    if (::access(path, R_OK) == 0) return path;
+  }
+  // An installed package moved to another prefix (a .deb built with a
+  // /usr/local build, an install to a temporary prefix): beside bin/, or
+  // seen from libexec/tune/ (tune-full).
+  char exe[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n > 0) {
+    std::string dir(exe, static_cast<size_t>(n));
+    dir = dir.substr(0, dir.rfind('/') + 1);
+    for (const char* relative : {TUNE_BIND_SHIM_RELATIVE, TUNE_BIND_SHIM_FROM_LIBEXEC}) {
+      const std::string path = dir + relative;
+      if (::access(path.c_str(), R_OK) == 0) return path;
+    }
+  }
+  return "";
+}
+
+std::vector<std::string> mpirun_command(const MpiLaunch& launch) {
+  std::vector<std::string> args = {"mpirun"};
+  if (::geteuid() == 0) args.push_back("--allow-run-as-root");
+  for (const char* word : {"--oversubscribe", "--bind-to", "none"}) args.push_back(word);
+  args.insert(args.end(), {"-np", std::to_string(launch.ranks)});
+  if (!launch.hosts.empty()) {
+    std::string hosts;
+    for (const auto& [host, ranks] : launch.hosts) hosts += (hosts.empty() ? "" : ",") + host + ":" + std::to_string(ranks);
+    args.insert(args.end(), {"--host", hosts});
+  }
+  for (const auto& [name, value] : launch.env) args.insert(args.end(), {"-x", name});
+  // Shared memory between ranks of a host (no single-copy CMA, which
+  // containers often forbid); TCP on the cluster's network between hosts.
+  if (launch.hosts.empty() || launch.network.empty()) {
+    args.insert(args.end(), {"--mca", "btl", "self,vader"});
+  } else {
+    args.insert(args.end(), {"--mca", "btl", "self,vader,tcp", "--mca", "btl_tcp_if_include", launch.network,
+                             "--mca", "oob_tcp_if_include", launch.network});
+  }
+  args.insert(args.end(), {"--mca", "btl_vader_single_copy_mechanism", "none"});
+  const std::string shim = bind_shim_path();
+  if (!shim.empty() && !launch.hosts.empty() && !launch.driver_address.empty()) {
+    // Each host's orted binds the address it reaches the driver from.
+    args.insert(args.end(), {"--mca", "orte_launch_agent",
+                             "env LD_PRELOAD=" + shim + " TUNE_BIND_RANKS=1 TUNE_BIND_TOWARD=" +
+                                 launch.driver_address + " orted"});
+  }
+  // Inside a Slurm allocation OpenMPI starts each host's orted with srun; a
+  // step takes every CPU of its nodes unless it may overlap, so a second
+  // concurrent group would wait for the first (Slurm >= 20.11).
+  if (!launch.hosts.empty() && std::getenv("SLURM_JOB_ID")) {
+    args.insert(args.end(), {"--mca", "plm_slurm_args", "--overlap"});
+  }
+  for (auto& word : words_of(std::getenv("TUNE_MPIRUN_ARGS"))) args.push_back(std::move(word));
+  args.insert(args.end(), launch.program.begin(), launch.program.end());
+  return args;
+}
+
+pid_t spawn_mpirun(const MpiLaunch& launch) {
+  std::vector<std::string> args = mpirun_command(launch);
+  std::set<std::string> replaced = {"LD_PRELOAD", "TUNE_BIND_ADDRESS", "TUNE_BIND_RANKS"};
+  for (const auto& [name, value] : launch.env) replaced.insert(name);
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e) {
+    const char* eq = std::strchr(*e, '=');
+    if (!eq || !replaced.count(std::string(*e, static_cast<size_t>(eq - *e)))) env.push_back(*e);
+  }
+  for (const auto& [name, value] : launch.env) env.push_back(name + "=" + value);
+  if (const std::string shim = bind_shim_path(); !shim.empty()) {
+    const char* preloaded = std::getenv("LD_PRELOAD");  // the user's own preloads stay
+    env.push_back("LD_PRELOAD=" + shim + (preloaded && *preloaded ? std::string(" ") + preloaded : ""));
+    env.push_back("TUNE_BIND_ADDRESS=" + (launch.driver_address.empty() ? std::string("127.0.0.1") : launch.driver_address));
+    // Ranks on the driver's host listen for ranks elsewhere only on that address.
+    if (!launch.hosts.empty() && !launch.driver_address.empty()) env.push_back("TUNE_BIND_RANKS=1");
+  }
+
+  std::vector<char*> argv, envp;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  if (launch.stdin_null) posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  if (!launch.log_path.empty()) {
+    posix_spawn_file_actions_addopen(&actions, 1, launch.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  }
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attributes, 0);
+  pid_t pid = -1;
+  const int rc = posix_spawnp(&pid, "mpirun", &actions, &attributes, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attributes);
+  if (rc != 0) throw Error(std::string("cannot start mpirun (is openmpi-bin installed?): ") + std::strerror(rc));
+  return pid;
+}
+
+int reap(pid_t pid, std::chrono::milliseconds grace) {
+  auto deadline = std::chrono::steady_clock::now() + grace;
+  int status = 0;
+  auto pause = std::chrono::milliseconds(1);
+  while (true) {
+    const pid_t done = ::waitpid(pid, &status, WNOHANG);
+    if (done == pid) break;
+    if (done < 0) return -1;
+    if (std::chrono::steady_clock::now() > deadline) {
+      ::kill(-pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      break;
+    }
+    std::this_thread::sleep_for(pause);
+    if (pause < std::chrono::milliseconds(20)) pause *= 2;
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+std::string self_executable() {
+  char buffer[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", buffer, sizeof buffer - 1);
+  if (n <= 0) throw Error("cannot find this program's path (/proc/self/exe)");
+  return std::string(buffer, static_cast<size_t>(n));
+}
+
+}  // namespace tune::internal

@@ -1,0 +1,63 @@
+// Internal: the one place that builds `mpirun` command lines and starts
+// them, for worker groups and for `tune predict --workers N`.
+//
+//   MpiLaunch launch;
+//   launch.ranks = 2;
+//   launch.program = {"/proc/self/exe"};
+//   launch.env = {{"TUNE_GROUP_ID", "3"}};
+//   launch.log_path = "logs/group_3.log";
+//   pid_t pid = spawn_mpirun(launch);   // its own process group
+//
+// Every launch gets: --allow-run-as-root when root, --oversubscribe,
+// --bind-to none (trials set their own thread counts), shared-memory
+// transport on one host (plus TCP on `network` across hosts), `env` exported
+// to every rank, then the words of TUNE_MPIRUN_ARGS, then the program. mpirun
+// (and each host's orted) runs with the bind shim preloaded: its listeners
+// bind loopback on one machine, the driver's address across hosts.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tune::internal {
+
+struct MpiLaunch {
+  int ranks = 1;
+  std::vector<std::string> program;                         // executable and its arguments
+  std::vector<std::pair<std::string, std::string>> env;     // set for (and exported to) every rank
+  std::string log_path;  // stdout and stderr of mpirun and the ranks; "" = inherited
+  bool stdin_null = true;
+  // Several hosts: "host:ranks" each, in rank order (mpirun --host). Empty:
+  // this machine.
+  std::vector<std::pair<std::string, int>> hosts;
+  // With hosts: the network the MPI traffic and OpenMPI's runtime use
+  // ("10.77.0.0/24"), and the driver's address on it.
+  std::string network, driver_address;
+};
+
+// The library that keeps mpirun's and orted's listeners off the wildcard
+// address (tuner/exec/bind_shim.c), or "" when it is not installed: TUNE_BIND_SHIM,
+// else the build's or the install's copy (its configured prefix, else
+// ../lib beside the running executable).
+std::string bind_shim_path();
+
+// The full argv, "mpirun" first.
+std::vector<std::string> mpirun_command(const MpiLaunch& launch);
+
+// Starts mpirun as the leader of a new process group (signal the group with
+// kill(-pid, ...)). Throws tune::Error when mpirun cannot be started.
+pid_t spawn_mpirun(const MpiLaunch& launch);
+
+// Waits for `pid`; after `grace` sends SIGKILL to its process group and
+// waits. Returns its exit status (128 + signal number when killed), -1 if it
+// was not our child.
+int reap(pid_t pid, std::chrono::milliseconds grace);
+
+// This program's own path (/proc/self/exe), for re-executing it as workers.
+std::string self_executable();
+
+}  // namespace tune::internal

@@ -1,0 +1,352 @@
+#include "tuner/exec/worker.h"
+
+#include <mpi.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include "tuner/exec/checkpoint_transfer.h"
+#include "tuner/exec/command_trainable.h"
+#include "tuner/exec/group_executor.h"
+#include "tuner/exec/protocol.h"
+#include "tuner/exec/session_base.h"
+#include "tuner/exec/transport.h"
+
+namespace tune::internal {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Broadcast of a string from rank 0. Ranks != 0 poll with a growing sleep
+// instead of blocking in MPI_Bcast, which busy-waits in OpenMPI and would burn
+// a core per idle rank while rank 0 waits for the driver.
+std::string broadcast(MPI_Comm comm, int rank, std::string text) {
+  uint64_t size = text.size();
+  MPI_Request request;
+  MPI_Ibcast(&size, 1, MPI_UINT64_T, 0, comm, &request);
+  if (rank == 0) {
+    MPI_Wait(&request, MPI_STATUS_IGNORE);
+  } else {
+    int done = 0;
+    auto pause = std::chrono::microseconds(5);
+    while (MPI_Test(&request, &done, MPI_STATUS_IGNORE), !done) {
+      std::this_thread::sleep_for(pause);
+      if (pause < std::chrono::milliseconds(2)) pause *= 2;
+    }
+  }
+  text.resize(size);
+  MPI_Bcast(text.data(), static_cast<int>(size), MPI_CHAR, 0, comm);
+  return text;
+}
+
+// The group's view of MPI: this rank, the group's size, and the leaders
+// (the lowest rank of each host), who keep a host's copy of streamed files.
+struct Ranks {
+  int rank = 0, size = 1;
+  bool leader = true;
+  MPI_Comm leaders = MPI_COMM_NULL;  // valid on leaders only
+  int hosts = 1;
+};
+
+Ranks mpi_ranks() {
+  Ranks r;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r.rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &r.size);
+  MPI_Comm node;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, r.rank, MPI_INFO_NULL, &node);
+  int local = 0;
+  MPI_Comm_rank(node, &local);
+  MPI_Comm_free(&node);
+  r.leader = local == 0;
+  MPI_Comm_split(MPI_COMM_WORLD, r.leader ? 0 : MPI_UNDEFINED, r.rank, &r.leaders);
+  int leader = r.leader ? 1 : 0;
+  MPI_Allreduce(&leader, &r.hosts, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  return r;
+}
+
+// Where a streaming trial keeps its files on this host.
+std::string scratch_dir(const TrialStart& start) {
+  const char* base = std::getenv("TUNE_SCRATCH");
+  const fs::path root = base && *base ? fs::path(base) : fs::temp_directory_path() / "tune-scratch";
+  return (root / start.experiment / trial_name(start.trial_index)).string();
+}
+
+// Rank 0 holds a restored checkpoint in `dir`; the leaders of the other
+// hosts write their own copy (every rank restores from the same path).
+void share_checkpoint(const Ranks& r, const std::string& dir) {
+  if (r.hosts == 1 || !r.leader) return;
+  int me = 0;
+  MPI_Comm_rank(r.leaders, &me);
+  std::string manifest = me == 0 ? manifest_json(list_checkpoint(dir)).dump() : "";
+  manifest = broadcast(r.leaders, me, manifest);
+  const auto files = manifest_from_json(Json::parse(manifest, nullptr, false));
+  if (!files) return;
+  std::string chunk(kCheckpointChunk, '\0');
+  for (const auto& file : *files) {
+    const fs::path path = fs::path(dir) / file.path;
+    if (me != 0) fs::create_directories(path.parent_path());
+    std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), me == 0 ? "rb" : "wb"), std::fclose);
+    for (uint64_t left = file.size; left > 0;) {
+      const auto n = static_cast<size_t>(std::min<uint64_t>(left, chunk.size()));
+      if (me == 0 && f) (void)!std::fread(chunk.data(), 1, n, f.get());
+      MPI_Bcast(chunk.data(), static_cast<int>(n), MPI_CHAR, 0, r.leaders);
+      if (me != 0 && f) (void)!std::fwrite(chunk.data(), 1, n, f.get());
+      left -= n;
+    }
+  }
+}
+
+class WorkerSession : public SessionBase {
+ public:
+  WorkerSession(TrialStart start, int fd, const Ranks& ranks)
+      : SessionBase(std::move(start)), fd_(fd), ranks_(ranks) {}
+
+  const void* mpi_communicator_handle() const override { return &comm_; }
+  int rank() const override { return ranks_.rank; }
+  int world_size() const override { return ranks_.size; }
+
+ protected:
+  // Rank 0 sends; the other ranks only count the result.
+  bool send(const Json& metrics, const std::string& checkpoint_dir) override {
+    if (ranks_.rank != 0) return true;
+    const bool stream = start_.stream_checkpoints && !checkpoint_dir.empty();
+    // The driver gone, or not speaking the protocol: nothing to report to.
+    if (!send_result(metrics, checkpoint_dir, stream)) std::_Exit(70);
+    sent_streamed_ = stream ? checkpoint_dir : "";
+    return true;
+  }
+
+  // Rank 0 reads the answer and broadcasts it: every rank learns it at once.
+  Verdict await_answer(int64_t iteration) override {
+    std::string verdict;
+    if (ranks_.rank == 0) {
+      auto frame = receive_message(fd_);
+      auto reply = frame ? decode_down(*frame) : std::nullopt;
+      if (!reply || !std::holds_alternative<VerdictMessage>(*reply)) std::_Exit(70);
+      const Verdict answer = std::get<VerdictMessage>(*reply).verdict;
+      verdict = answer == Verdict::kStop ? "s" : answer == Verdict::kRunAhead ? "a" : "c";
+      log_ack(start_, iteration, answer);
+      std::error_code ec;
+      if (!sent_streamed_.empty()) fs::remove_all(sent_streamed_, ec);  // the driver has it now
+      sent_streamed_.clear();
+    }
+    verdict = broadcast(MPI_COMM_WORLD, ranks_.rank, verdict);
+    return verdict == "s" ? Verdict::kStop : verdict == "a" ? Verdict::kRunAhead : Verdict::kContinue;
+  }
+
+ private:
+  bool send_result(const Json& metrics, const std::string& dir, bool stream) {
+    if (!stream) return send_message(fd_, encode(UpMessage{ResultMessage{metrics, dir}}));
+    std::vector<CheckpointFile> files;
+    try {
+      files = list_checkpoint(dir);
+    } catch (const std::exception& e) {
+      std::cerr << "tune worker: " << e.what() << "\n";
+      return send_message(fd_, encode(UpMessage{ResultMessage{metrics, ""}}));
+    }
+    return send_message(fd_, encode(UpMessage{ResultMessage{metrics, dir, manifest_json(files)}})) &&
+           send_checkpoint(fd_, dir, files);
+  }
+
+  MPI_Comm comm_ = MPI_COMM_WORLD;
+  int fd_;
+  Ranks ranks_;
+  std::string sent_streamed_;  // rank 0: the streamed checkpoint of the result sent last
+};
+
+// Rank 0: the next command from the driver (with a streamed checkpoint
+// received into this host's scratch and the command rewritten to point at
+// it), as JSON; shutdown when the driver is gone.
+std::string next_command(int fd) {
+  const std::string shutdown = encode(DownMessage{ShutdownMessage{}}).dump();
+  auto frame = receive_message(fd);
+  auto command = frame ? decode_down(*frame) : std::nullopt;
+  if (!command) return shutdown;
+  auto* run = std::get_if<RunMessage>(&*command);
+  if (!run || !run->trial.stream_checkpoints) return frame->dump();
+  TrialStart& trial = run->trial;
+  trial.trial_dir = scratch_dir(trial);
+  if (trial.checkpoint && !trial.checkpoint_files.is_null()) {
+    auto files = manifest_from_json(trial.checkpoint_files);
+    if (!files) return shutdown;
+    const std::string dir = trial.trial_dir + "/restore_" + std::to_string(trial.checkpoint->iteration);
+    const std::string error = receive_checkpoint(fd, *files, dir);
+    if (!error.empty()) {
+      std::cerr << "tune worker: " << error << "\n";
+      return shutdown;
+    }
+    trial.checkpoint->path = dir;
+  }
+  return encode(DownMessage{*run}).dump();
+}
+
+}  // namespace
+
+bool started_as_worker() { return std::getenv(kEndpointEnv) && std::getenv(kGroupEnv); }
+
+void select_rank_gpus() {
+  const char* lists = std::getenv(kRankGpusEnv);
+  const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");  // set by mpirun before MPI_Init
+  if (!lists || !rank) return;
+  if (std::string(lists) == kNoGpus) {
+    ::setenv("CUDA_VISIBLE_DEVICES", "", 1);
+    return;
+  }
+  std::vector<std::string> per_rank;
+  std::string item;
+  for (std::istringstream in(lists); std::getline(in, item, '|');) per_rank.push_back(item);
+  const size_t r = static_cast<size_t>(std::atoi(rank));
+  if (r < per_rank.size()) ::setenv("CUDA_VISIBLE_DEVICES", per_rank[r].c_str(), 1);
+}
+
+namespace {
+
+// Rank 0 watches its driver connection while a trial runs: if the driver
+// dies (kill -9, a lost host), the group must not train on until its next
+// report, possibly beside the group a `tune resume` started for the same
+// trial and over that trial's checkpoint directory. Exiting without
+// MPI_Finalize makes mpirun end every rank of the group. Between trials a
+// closed connection is the driver's normal "shut down", read by the main
+// thread.
+class DriverWatch {
+ public:
+  explicit DriverWatch(int fd) : fd_(fd) {
+    if (fd_ >= 0) thread_ = std::thread([this] { watch(); });
+  }
+  ~DriverWatch() { stop(); }
+  void stop() {
+    done_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  void set_in_trial(bool in_trial) { in_trial_ = in_trial; }
+
+ private:
+  void watch() {
+    bool gone = false;
+    while (!done_) {
+      pollfd p{fd_, POLLRDHUP, 0};
+      if (!gone && ::poll(&p, 1, 100) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR))) gone = true;
+      if (gone && in_trial_) {
+        std::cerr << "tune worker: the driver is gone; ending the group\n";
+        std::_Exit(73);
+      }
+      if (gone) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  int fd_;
+  std::atomic<bool> done_{false}, in_trial_{false};
+  std::thread thread_;
+};
+
+}  // namespace
+
+// The address this host reaches the driver from (TCP across hosts; a
+// local socket means one machine: loopback), for trainables that open their
+// own connections between ranks (command trainables' MASTER_ADDR).
+void publish_node_address(int fd) {
+  sockaddr_storage local{};
+  socklen_t size = sizeof local;
+  char text[INET6_ADDRSTRLEN] = "127.0.0.1";
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &size) == 0) {
+    if (local.ss_family == AF_INET)
+      ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(&local)->sin_addr, text, sizeof text);
+    else if (local.ss_family == AF_INET6)
+      ::inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(&local)->sin6_addr, text, sizeof text);
+  }
+  ::setenv(kNodeAddressEnv, text, 1);
+}
+
+void run_worker() {
+  int provided = 0, argc = 0;
+  char** argv = nullptr;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+  const Ranks ranks = mpi_ranks();
+
+  int fd = -1;
+  if (ranks.rank == 0) {
+    try {
+      const char* token = std::getenv(kTokenEnv);
+      fd = connect_driver(std::getenv(kEndpointEnv), token ? token : "");
+      publish_node_address(fd);
+    } catch (const std::exception& e) {
+      std::cerr << "tune worker: " << e.what() << "\n";
+      MPI_Abort(MPI_COMM_WORLD, 71);
+    }
+    const char* group = std::getenv(kGroupEnv);
+    send_message(fd, encode(UpMessage{HelloMessage{std::atoi(group ? group : "0"), static_cast<int>(getpid()), ranks.size}}));
+  }
+
+  DriverWatch watch(fd);
+  while (true) {
+    const std::string text = broadcast(MPI_COMM_WORLD, ranks.rank, ranks.rank == 0 ? next_command(fd) : "");
+    auto command = decode_down(Json::parse(text, nullptr, false));
+    if (!command || !std::holds_alternative<RunMessage>(*command)) break;
+    const TrialStart& start = std::get<RunMessage>(*command).trial;
+    if (start.stream_checkpoints) {
+      if (ranks.leader) fs::create_directories(start.trial_dir);
+      if (start.checkpoint) share_checkpoint(ranks, start.checkpoint->path);
+      MPI_Barrier(MPI_COMM_WORLD);
+    }
+
+    UpMessage outcome = DoneMessage{};
+    bool fatal = false;
+    if (start.trainable == "command") register_command_trainable();
+    const RegisteredTrainable* trainable = find_trainable(start.trainable);
+    if (!trainable) {
+      outcome = ErrorMessage{"unknown trainable '" + start.trainable + "' in worker"};
+    } else {
+      WorkerSession session(start, fd, ranks);
+      watch.set_in_trial(true);
+      try {
+        trainable->function(session);
+      } catch (const TrialStopped&) {
+        outcome = DoneMessage{true};
+      } catch (const std::exception& e) {
+        outcome = ErrorMessage{e.what()};
+        fatal = ranks.size > 1;
+      } catch (...) {
+        outcome = ErrorMessage{"unknown exception"};
+        fatal = ranks.size > 1;
+      }
+      // The answer to a result that ran ahead comes before the next command.
+      if (!fatal) session.settle();
+    }
+    watch.set_in_trial(false);
+    if (fatal) {
+      // Other ranks may be blocked in a collective with this one; the only
+      // clean way out is to end the group. The driver starts a fresh one.
+      if (ranks.rank == 0) send_message(fd, encode(outcome));
+      else {
+        // One write, so that mpirun's own messages cannot split the line
+        // the driver looks for (group_executor.cpp, rank_error).
+        const std::string line =
+            "tune worker rank " + std::to_string(ranks.rank) + ": " + std::get<ErrorMessage>(outcome).message + "\n";
+        std::cerr << line << std::flush;
+      }
+      MPI_Abort(MPI_COMM_WORLD, 72);
+    }
+    if (start.stream_checkpoints) {
+      MPI_Barrier(MPI_COMM_WORLD);  // every rank is done with the trial's files
+      std::error_code ec;
+      if (ranks.leader) fs::remove_all(start.trial_dir, ec);  // this host's scratch: the driver has what matters
+    }
+    if (ranks.rank == 0 && !send_message(fd, encode(outcome))) break;
+  }
+  watch.stop();  // before its descriptor closes
+  if (fd >= 0) ::close(fd);
+  MPI_Finalize();
+  std::_Exit(0);
+}
+
+}  // namespace tune::internal

@@ -1,0 +1,496 @@
+#include "tuner/spec/sweep_reader.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <set>
+
+#include "base/names.h"
+#include "base/options.h"
+#include "search/domain.h"
+#include "search/searcher.h"
+#include "tuner/spec/command_spec.h"
+
+namespace tune::internal {
+namespace {
+
+const std::vector<std::string> kTopKeys = {
+    "name",       "trainable", "metric",     "mode",      "num_samples", "max_concurrent_trials",
+    "resources",  "search",    "scheduler",  "stop",      "param_space", "points_to_evaluate",
+    "checkpoint", "failure",   "data",       "preprocess"};
+const std::vector<std::string> kResourceKeys = {"workers", "cpus_per_worker", "use_mpi", "gpus_per_worker",
+                                               "placement"};
+const std::vector<std::string> kCheckpointKeys = {"num_to_keep", "score_attribute", "score_order", "shared_filesystem"};
+const std::vector<std::string> kFailureKeys = {"max_failures", "result_timeout_s", "max_host_failures"};
+constexpr int64_t kMaxInt = std::numeric_limits<int>::max();
+
+std::string join_path(const std::string& prefix, const std::string& key) {
+  return prefix.empty() ? key : prefix + "." + key;
+}
+
+bool is_domain_name(const std::string& key) {
+  const auto& names = domain_names();
+  return std::find(names.begin(), names.end(), key) != names.end();
+}
+
+// Names other tools give distributions (Ray, Optuna, Hyperopt, W&B, NNI),
+// each with tune's domain: a single-key mapping `{normal: [0, 1]}` is a
+// mistaken domain, not a nested constant.
+const std::vector<std::pair<std::string, std::string>>& foreign_domains() {
+  static const std::vector<std::pair<std::string, std::string>> names = {
+      {"normal", "randn"},           {"gaussian", "randn"},         {"qnormal", "qrandn"},
+      {"lognormal", "randn"},        {"qlognormal", "qrandn"},      {"log_normal", "randn"},
+      {"log_uniform", "loguniform"}, {"reciprocal", "loguniform"},  {"loguniform_int", "lograndint"},
+      {"int_uniform", "randint"},    {"uniform_int", "randint"},    {"randrange", "randint"},
+      {"int", "randint"},            {"integer", "randint"},        {"float", "uniform"},
+      {"categorical", "choice"},     {"discrete", "choice"},        {"choices", "choice"},
+      {"sample_from", "choice"},     {"q_uniform", "quniform"},     {"q_loguniform", "qloguniform"},
+      {"q_log_uniform", "qloguniform"}};
+  return names;
+}
+
+// " (did you mean 'X'?)" when `kind` looks like a domain tune does not have:
+// close to one of its names, or another tool's name for one.
+std::string unknown_domain_hint(const std::string& kind) {
+  std::string hint = did_you_mean(kind, domain_names());
+  if (!hint.empty()) return hint;
+  for (const auto& [foreign, ours] : foreign_domains())
+    if (kind == foreign) return " (did you mean '" + ours + "'?)";
+  return "";
+}
+
+bool is_min_max(const std::string& s) { return s == "min" || s == "max"; }
+
+OptionStyle written_style(const std::string& section) {
+  OptionStyle style;
+  style.label = section.empty() ? "" : section + ".";
+  style.values_as_written = true;
+  return style;
+}
+
+// A mapping section as a reader: "resources must be a mapping, got a list";
+// unknown keys (when `valid` is given) get a did-you-mean at their line.
+OptionReader section(const OrderedJson& value, const std::string& name, const std::vector<std::string>* valid) {
+  if (!value.is_null() && !value.is_object())
+    throw ConfigError::at(name, name + " must be a mapping, got " + describe_kind(value));
+  OptionReader reader(value.is_null() ? Json::object() : to_json(value), name, written_style(name));
+  if (valid) {
+    if (auto key = reader.unknown_key(*valid))
+      throw ConfigError::at_key(name + "." + *key, "unknown key '" + *key + "' in " + name +
+                                                       did_you_mean_or_list(*key, *valid, "valid keys"));
+  }
+  return reader;
+}
+
+// NaN or an infinity anywhere in a value: the store keeps JSON, which has
+// neither (it would come back as null, and `tune resume` would see another
+// config).
+bool has_non_finite(const Json& value) {
+  if (value.is_number_float()) return !std::isfinite(value.get<double>());
+  return value.is_structured() && std::any_of(value.begin(), value.end(), has_non_finite);
+}
+
+void refuse_non_finite(const Json& value, const std::string& path) {
+  if (has_non_finite(value))
+    throw ConfigError("parameter '" + path + "': .nan and .inf cannot be values (JSON, which the store keeps, has neither)");
+}
+
+// Walks a param_space mapping in file order; every error names the
+// parameter's key path.
+void read_space(SearchSpace& space, const OrderedJson& node, const std::string& prefix, const std::string& doc_path) {
+  for (const auto& [name, value] : node.items()) {
+    const std::string path = join_path(prefix, name);
+    const std::string at = join_path(doc_path, name);
+    if (name.empty()) throw ConfigError::at_key(at, "parameter names must be non-empty strings");
+    try {
+      if (value.is_object() && value.size() == 1) {
+        const std::string kind = value.begin().key();
+        const OrderedJson& args = value.begin().value();
+        if (is_domain_name(kind)) {
+          Json json_args = to_json(args);
+          if (json_args.is_null()) json_args = Json::array();
+          refuse_non_finite(json_args, path);
+          Domain domain;
+          try {
+            domain = make_domain(kind, json_args);
+          } catch (const ConfigError& e) {
+            throw ConfigError::at_key(at, "parameter '" + path + "': " + e.what());
+          }
+          space.add(path, std::move(domain));
+          continue;
+        }
+        const std::string hint = unknown_domain_hint(kind);
+        if (!hint.empty() && args.is_array())
+          throw ConfigError::at_key(at + "." + kind, "unknown domain '" + kind + "' for parameter '" + path + "'" + hint);
+      }
+      if (value.is_object() && !value.empty()) {
+        read_space(space, value, path, at);
+      } else {
+        Json constant = to_json(value);
+        refuse_non_finite(constant, path);
+        space.constant(path, std::move(constant));
+      }
+    } catch (const ConfigError& e) {
+      // add()/constant() know no position: the parameter's key is it.
+      if (!e.key_path().empty()) throw;
+      throw ConfigError::at_key(at, e.what());
+    }
+  }
+}
+
+SearchSpace read_param_space(const OrderedJson& node, const std::string& doc_path) {
+  if (!node.is_object())
+    throw ConfigError::at(doc_path, "param_space must be a mapping of parameter names, got " + describe_kind(node));
+  SearchSpace space;
+  read_space(space, node, "", doc_path);
+  return space;
+}
+
+class Reader {
+ public:
+  Reader(const YamlDocument& doc, std::string base_dir) : doc_(doc), base_dir_(std::move(base_dir)) {}
+
+  SweepSpec read() {
+    const OrderedJson& root = doc_.root;
+    SweepSpec spec;
+    for (const auto& [key, value] : root.items()) {
+      if (key.rfind("x-", 0) == 0) continue;  // a place for YAML anchors (`x-defaults: &d ...`)
+      if (std::find(kTopKeys.begin(), kTopKeys.end(), key) == kTopKeys.end())
+        throw ConfigError::at_key(key, "unknown key '" + key + "'" + did_you_mean_or_list(key, kTopKeys, "valid keys"));
+      read_key(spec, key, value);
+    }
+    if (!seen_.count("trainable")) throw ConfigError::at_key("", "missing required key 'trainable'");
+    if (!seen_.count("param_space")) throw ConfigError::at_key("", "missing required key 'param_space'");
+    if (seen_.count("metric") || seen_.count("mode")) read_objectives(root, spec);
+    if (!spec.metric.empty() && spec.mode.empty())
+      throw ConfigError::at("metric", "metric '" + spec.metric + "' needs a mode (min or max)");
+    if (spec.metric.empty() && !spec.mode.empty())
+      throw ConfigError::at("mode", "mode '" + spec.mode + "' needs a metric");
+    if (seen_.count("points_to_evaluate")) read_points(root.at("points_to_evaluate"), spec);
+    return spec;
+  }
+
+ private:
+  // One top-level key; `value` null keeps the default (but trainable and
+  // param_space are required to have one).
+  void read_key(SweepSpec& spec, const std::string& key, const OrderedJson& value) {
+    seen_.insert(key);
+    OptionReader one(Json{{key, to_json_scalar(value)}}, "", written_style(""));
+    if (key == "trainable") {
+      if (value.is_object()) {
+        read_command(value, spec);
+        return;
+      }
+      spec.trainable = one.text(key, "");
+      if (spec.trainable.empty())
+        throw ConfigError::at(key, "trainable must be a non-empty string (a registered name) or {command: [...]}");
+    } else if (key == "param_space") {
+      spec.param_space = read_param_space(value, key);
+    } else if (value.is_null()) {
+      return;
+    } else if (key == "name") {
+      spec.name = one.text(key, "");
+    } else if (key == "metric" || key == "mode") {
+      return;  // read_objectives, once both are known
+    } else if (key == "num_samples") {
+      spec.num_samples = one.integer_in(key, 1, 1, kMaxInt, "a positive integer");
+    } else if (key == "max_concurrent_trials") {
+      spec.max_concurrent_trials = static_cast<int>(one.integer_in(key, 0, 0, kMaxInt, "a non-negative integer"));
+    } else if (key == "resources") {
+      read_resources(value, spec.resources);
+    } else if (key == "search") {
+      read_search(value, spec.search);
+    } else if (key == "scheduler") {
+      read_scheduler(value, spec.scheduler);
+    } else if (key == "stop") {
+      read_stop(value, spec.stop);
+    } else if (key == "checkpoint") {
+      read_checkpoint(value, spec.checkpoint);
+    } else if (key == "failure") {
+      const OptionReader failure = section(value, key, &kFailureKeys);
+      spec.failure.max_failures =
+          static_cast<int>(failure.integer_in("max_failures", 0, -1, kMaxInt, "an integer >= -1"));
+      if (failure.has("result_timeout_s")) spec.failure.result_timeout_s = failure.number("result_timeout_s", 0, Bound::above(0));
+      spec.failure.max_host_failures =
+          static_cast<int>(failure.integer_in("max_host_failures", 2, 1, kMaxInt, "a positive integer"));
+    } else if (key == "data") {
+      if (!value.is_object())
+        throw ConfigError::at(key, "data must be a mapping (path, label, ...), got " + describe_kind(value));
+      spec.data = to_json(value);
+      // A relative data.path is relative to the sweep file's folder, so a
+      // sweep runs the same from any directory (and on every host).
+      auto path = spec.data.find("path");
+      if (path != spec.data.end() && path->is_string() && !path->get<std::string>().empty()) {
+        const std::filesystem::path given(path->get<std::string>());
+        if (given.is_relative() && !base_dir_.empty()) {
+          *path = (std::filesystem::path(base_dir_) / given).lexically_normal().string();
+        }
+      }
+    } else if (key == "preprocess") {
+      if (!value.is_array())
+        throw ConfigError::at(key, "preprocess must be a list of preprocessors, got " + describe_kind(value));
+      spec.preprocess = to_json(value);
+    }
+  }
+
+  // metric: NAME with mode: min|max, or several objectives (Ray Tune's
+  // lists): metric: [a, b] with mode: [min, max], or one mode for them all.
+  static void read_objectives(const OrderedJson& root, SweepSpec& spec) {
+    const OrderedJson none;
+    const OrderedJson& metric = root.contains("metric") ? root.at("metric") : none;
+    const OrderedJson& mode = root.contains("mode") ? root.at("mode") : none;
+    auto name_at = [](const OrderedJson& value, const std::string& at, const char* what) {
+      if (!value.is_string() || value.get<std::string>().empty())
+        throw ConfigError::at(at, std::string(what) + " must be a non-empty string, got " + describe_kind(value));
+      return value.get<std::string>();
+    };
+    auto mode_at = [](const OrderedJson& value, const std::string& at) {
+      const std::string text = value.is_string() ? value.get<std::string>() : "";
+      if (!is_min_max(text))
+        throw ConfigError::at(at, "mode must be 'min' or 'max', got " +
+                                      (value.is_string() ? "'" + text + "'" : describe_kind(value)));
+      return text;
+    };
+    if (!metric.is_array()) {
+      if (mode.is_array())
+        throw ConfigError::at("mode", "mode is a list but metric is not: write metric: [a, b] for several metrics");
+      if (!metric.is_null()) spec.metric = name_at(metric, "metric", "metric");
+      if (!mode.is_null()) spec.mode = mode_at(mode, "mode");
+      return;
+    }
+    if (metric.size() < 2)
+      throw ConfigError::at("metric", "a list of metrics needs two or more (one metric is written metric: NAME)");
+    if (mode.is_null()) throw ConfigError::at("metric", "metrics need a mode: mode: [min, max, ...] or one mode for all");
+    if (mode.is_array() && mode.size() != metric.size())
+      throw ConfigError::at("mode", "mode lists " + std::to_string(mode.size()) + " modes for " +
+                                        std::to_string(metric.size()) + " metrics");
+    for (size_t i = 0; i < metric.size(); ++i) {
+      const std::string index = "[" + std::to_string(i) + "]";
+      Objective objective{name_at(metric[i], "metric" + index, "metric"),
+                          mode.is_array() ? mode_at(mode[i], "mode" + index) : mode_at(mode, "mode")};
+      for (const auto& earlier : spec.objectives)
+        if (earlier.metric == objective.metric)
+          throw ConfigError::at("metric" + index, "metric '" + objective.metric + "' is listed twice");
+      spec.objectives.push_back(objective);
+    }
+    spec.metric = spec.objectives[0].metric;
+    spec.mode = spec.objectives[0].mode;
+  }
+
+  // Scalars as they are; lists and mappings only by kind (the readers of
+  // scalar keys reject them without looking inside).
+  static Json to_json_scalar(const OrderedJson& value) {
+    if (value.is_object()) return Json::object();
+    if (value.is_array()) return Json::array();
+    return to_json(value);
+  }
+
+  // trainable: {command: [prog, args...], cwd, env, stop_grace_s}. A relative
+  // cwd is relative to the sweep file's folder; without one, the program runs
+  // where tune was started. Both are stored absolute (resume runs elsewhere).
+  void read_command(const OrderedJson& value, SweepSpec& spec) const {
+    static const std::vector<std::string> keys = {"command", "cwd", "env", "stop_grace_s"};
+    for (const auto& [key, item] : value.items()) {
+      (void)item;
+      if (std::find(keys.begin(), keys.end(), key) == keys.end())
+        throw ConfigError::at_key("trainable." + key, "unknown key 'trainable." + key + "'" +
+                                                          did_you_mean_or_list(key, keys, "valid keys"));
+    }
+    if (!value.contains("command"))
+      throw ConfigError::at_key("trainable", "trainable needs a command: a list [program, arguments...]");
+    const OrderedJson& argv = value.at("command");
+    if (!argv.is_array() || argv.empty())
+      throw ConfigError::at("trainable.command",
+                            "trainable.command must be a non-empty list [program, arguments...], got " + describe_kind(argv));
+    CommandSpec command;
+    for (size_t i = 0; i < argv.size(); ++i) {
+      const std::string at = "trainable.command[" + std::to_string(i) + "]";
+      const OrderedJson& arg = argv[i];
+      if (arg.is_object() || arg.is_array() || arg.is_null())
+        throw ConfigError::at(at, at + " must be a string, got " + describe_kind(arg));
+      command.argv.push_back(arg.is_string() ? arg.get<std::string>() : to_json(arg).dump());
+    }
+    if (command.argv[0].empty()) throw ConfigError::at("trainable.command[0]", "trainable.command[0] (the program) is empty");
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    fs::path cwd = fs::current_path(ec);
+    if (value.contains("cwd")) {
+      const OrderedJson& dir = value.at("cwd");
+      if (!dir.is_string() || dir.get<std::string>().empty())
+        throw ConfigError::at("trainable.cwd", "trainable.cwd must be a folder path, got " + describe_kind(dir));
+      fs::path given(dir.get<std::string>());
+      cwd = given.is_absolute() ? given : fs::path(base_dir_.empty() ? cwd : fs::path(base_dir_)) / given;
+    }
+    command.cwd = cwd.lexically_normal().string();
+    if (value.contains("env")) {
+      const OrderedJson& env = value.at("env");
+      if (!env.is_object())
+        throw ConfigError::at("trainable.env", "trainable.env must be a mapping NAME: value, got " + describe_kind(env));
+      for (const auto& [name, item] : env.items()) {
+        if (name.empty() || name.find('=') != std::string::npos)
+          throw ConfigError::at_key("trainable.env." + name, "'" + name + "' is not an environment variable name");
+        if (item.is_object() || item.is_array() || item.is_null())
+          throw ConfigError::at("trainable.env." + name, "trainable.env." + name + " must be a string, got " + describe_kind(item));
+        command.env[name] = item.is_string() ? item.get<std::string>() : to_json(item).dump();
+      }
+    }
+    if (value.contains("stop_grace_s")) {
+      const OrderedJson& grace = value.at("stop_grace_s");
+      if (!grace.is_number() || !std::isfinite(grace.get<double>()) || grace.get<double>() < 0)
+        throw ConfigError::at("trainable.stop_grace_s", "trainable.stop_grace_s must be a number of seconds >= 0");
+      command.stop_grace_s = grace.get<double>();
+    }
+    spec.trainable = "command";
+    spec.command = command.to_json();
+  }
+
+  void read_resources(const OrderedJson& value, Resources& r) const {
+    const OptionReader o = section(value, "resources", &kResourceKeys);
+    r.workers = static_cast<int>(o.integer_in("workers", r.workers, 1, kMaxInt, "a positive integer"));
+    r.cpus_per_worker = static_cast<int>(o.integer_in("cpus_per_worker", r.cpus_per_worker, 1, kMaxInt, "a positive integer"));
+    r.use_mpi = o.boolean("use_mpi", r.use_mpi);
+    r.gpus_per_worker = static_cast<int>(o.integer_in("gpus_per_worker", r.gpus_per_worker, 0, kMaxInt, "a non-negative integer"));
+    r.placement = o.string("placement", r.placement, {"pack", "spread"});
+  }
+
+  void read_search(const OrderedJson& value, SearchOptions& search) const {
+    const OptionReader o = section(value, "search", nullptr);
+    for (const auto& [key, item] : o.options().items()) {
+      if (key == "algorithm") {
+        search.algorithm = o.text(key, search.algorithm);
+        check_algorithm(search.algorithm);
+      } else if (key == "seed") {
+        if (item.is_null()) continue;
+        if (!item.is_number_unsigned() && !(item.is_number_integer() && item.get<int64_t>() >= 0))
+          o.fail(key, "must be a non-negative integer");
+        search.seed = item.get<uint64_t>();
+      } else {
+        search.params[key] = item;  // the algorithm's own options: checked in prepare_sweep
+      }
+    }
+  }
+
+  // search/ owns the list of algorithms and its message.
+  static void check_algorithm(const std::string& algorithm) {
+    SearchOptions probe;
+    probe.algorithm = algorithm;
+    probe.seed = 0;
+    probe.metric = "probe";
+    probe.mode = "min";
+    try {
+      make_searcher(probe, SearchSpace(), 1, {});
+    } catch (const ConfigError& e) {
+      throw ConfigError::at("search.algorithm", e.what());
+    }
+  }
+
+  void read_scheduler(const OrderedJson& value, SchedulerOptions& scheduler) const {
+    const OptionReader o = section(value, "scheduler", nullptr);
+    for (const auto& [key, item] : o.options().items()) {
+      if (key == "type") {
+        scheduler.type = o.text(key, scheduler.type);
+      } else {
+        scheduler.params[key] = item;
+      }
+    }
+  }
+
+  void read_stop(const OrderedJson& value, StopCriteria& stop) const {
+    const OptionReader o = section(value, "stop", nullptr);
+    for (const auto& [key, item] : o.options().items()) {
+      if (item.is_null()) continue;
+      if (key == "training_iteration") {
+        stop.training_iteration = o.integer_in(key, 1, 1, kMaxInt, "a positive integer");
+      } else if (key == "time_budget_s") {
+        stop.time_budget_s = o.number(key, 1, Bound::above(0));
+      } else {
+        stop.metric_thresholds[key] = o.finite_number(key, 0);
+      }
+    }
+  }
+
+  void read_checkpoint(const OrderedJson& value, CheckpointOptions& c) const {
+    const OptionReader o = section(value, "checkpoint", &kCheckpointKeys);
+    c.num_to_keep = static_cast<int>(o.integer_in("num_to_keep", c.num_to_keep, 0, kMaxInt, "a non-negative integer"));
+    c.score_attribute = o.text("score_attribute", c.score_attribute);
+    c.score_order = o.text("score_order", c.score_order);
+    c.shared_filesystem = o.boolean("shared_filesystem", c.shared_filesystem);
+    if (!c.score_order.empty() && !is_min_max(c.score_order))
+      throw ConfigError::at("checkpoint.score_order",
+                            "checkpoint.score_order must be 'min' or 'max', got '" + c.score_order + "'");
+  }
+
+  void read_points(const OrderedJson& node, SweepSpec& spec) const {
+    const std::string expected = "points_to_evaluate must be a list of mappings (parameter: value)";
+    if (!node.is_array()) throw ConfigError::at("points_to_evaluate", expected + ", got " + describe_kind(node));
+    for (size_t i = 0; i < node.size(); ++i) {
+      const std::string at = "points_to_evaluate[" + std::to_string(i) + "]";
+      if (!node[i].is_object()) throw ConfigError::at(at, expected + ", got " + describe_kind(node[i]));
+      spec.points_to_evaluate.push_back(to_json(node[i]));  // their keys: check_sweep
+    }
+  }
+
+  const YamlDocument& doc_;
+  std::string base_dir_;  // the sweep file's folder (absolute), "" for text
+  std::set<std::string> seen_;
+};
+
+}  // namespace
+
+ConfigError SweepSource::locate(const ConfigError& error) const {
+  std::string path = error.key_path();
+  std::string prefix;
+  if (path == "scheduler" || path.rfind("scheduler.", 0) == 0) {
+    path = "scheduler";  // scheduler errors point at the block
+    prefix = "scheduler: ";
+  } else if (path == "search") {
+    prefix = "search: ";
+  }
+  int line = 0;
+  if (path.empty()) {
+    if (error.about_key()) line = root_line_;  // a key the whole file lacks
+  } else if (const SourceMap::Lines* lines = lines_.find(path)) {
+    line = error.about_key() && lines->key ? lines->key : lines->value;
+  }
+  return ConfigError(file_, line, prefix + error.what());
+}
+
+LoadedSweep read_sweep(const std::string& yaml_text, const std::string& file) {
+  YamlDocument doc = parse_yaml_document(yaml_text, file);
+  if (!doc.root.is_object())
+    throw ConfigError(file, doc.root_line,
+                      "a sweep file must be a mapping with at least trainable and param_space, got " +
+                          (doc.root.is_null() ? std::string("an empty document") : describe_kind(doc.root)));
+  LoadedSweep loaded;
+  auto source = std::make_shared<SweepSource>(file, std::move(doc.lines), doc.root_line);
+  try {
+    // A relative trainable.cwd or data.path is relative to the sweep file's folder.
+    std::error_code ec;
+    const bool on_disk = std::filesystem::is_regular_file(file, ec);
+    const std::string base = on_disk ? std::filesystem::absolute(file, ec).parent_path().string() : "";
+    loaded.spec = Reader(doc, base).read();
+  } catch (const ConfigError& e) {
+    throw source->locate(e);
+  }
+  loaded.source = std::move(source);
+  return loaded;
+}
+
+LoadedSweep read_sweep_file(const std::string& path) {
+  return read_sweep(read_text_file(path, YamlLimits().max_bytes), path);
+}
+
+SearchSpace parse_param_space(const std::string& yaml_text, const std::string& file) {
+  YamlDocument doc = parse_yaml_document(yaml_text, file);
+  SweepSource source(file, std::move(doc.lines), doc.root_line);
+  try {
+    if (!doc.root.is_object())
+      throw ConfigError::at_key("", "param_space must be a mapping of parameter names, got " + describe_kind(doc.root));
+    return read_param_space(doc.root, "");
+  } catch (const ConfigError& e) {
+    throw source.locate(e);
+  }
+}
+
+}  // namespace tune::internal

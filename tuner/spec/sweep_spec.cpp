@@ -1,0 +1,364 @@
+// SweepSpec: validation (once, with key paths), JSON round trip, and the
+// public entry points that read sweep files.
+#include "tuner/spec/sweep_spec.h"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <string>
+
+#include "base/error.h"
+#include "base/names.h"
+#include "schedulers/scheduler.h"
+#include "tuner/spec/command_spec.h"
+#include "tuner/spec/sweep_check.h"
+#include "tuner/spec/sweep_reader.h"
+
+namespace tune {
+namespace internal {
+namespace {
+
+bool is_min_max(const std::string& s) { return s == "min" || s == "max"; }
+
+void require(bool ok, const std::string& key_path, const std::string& message) {
+  if (!ok) throw ConfigError::at(key_path, message);
+}
+
+bool starts_path(const std::string& prefix, const std::string& path) {
+  return path.size() > prefix.size() && path.compare(0, prefix.size(), prefix) == 0 && path[prefix.size()] == '.';
+}
+
+// What a stop key may name besides the metrics a trainable reports: the
+// attributes the driver adds to every result, and the sweep-wide budget.
+const std::vector<std::string>& stop_attributes() {
+  static const std::vector<std::string> names = {"training_iteration", "time_total_s", "time_this_iter_s",
+                                                 "time_budget_s", "timestamp"};
+  return names;
+}
+
+// A stop key other than training_iteration and time_budget_s is a metric
+// threshold; one that is a near miss of an attribute or of the sweep's
+// metric (`training_iteraton`) is a typo that would never stop a trial.
+void check_stop_key(const SweepSpec& spec, const std::string& key) {
+  if (key == spec.metric) return;
+  for (const auto& objective : spec.objectives)
+    if (key == objective.metric) return;
+  const auto& attributes = stop_attributes();
+  if (std::find(attributes.begin(), attributes.end(), key) != attributes.end()) return;
+  std::vector<std::string> known = attributes;
+  if (!spec.metric.empty()) known.push_back(spec.metric);
+  for (const auto& objective : spec.objectives) known.push_back(objective.metric);
+  const std::string hint = did_you_mean(key, known);
+  if (!hint.empty())
+    throw ConfigError::at_key("stop." + key, "unknown stop key '" + key + "'" + hint +
+                                                 "; other keys are thresholds on metrics the trainable reports");
+}
+
+// Several objectives (make_searcher checks the list itself): a scheduler
+// that ranks trials by one metric cannot take them.
+void check_objectives(const SweepSpec& spec) {
+  if (spec.objectives.empty()) return;
+  require(spec.scheduler.type == "fifo" || spec.scheduler.type == "custom", "scheduler.type",
+          spec.scheduler.type + " ranks trials by one metric; a sweep with several metrics runs with scheduler fifo");
+}
+
+// The rules on single fields: cheap, so they come first.
+void check_fields(const SweepSpec& spec) {
+  check_objectives(spec);
+  require(spec.mode.empty() || is_min_max(spec.mode), "mode", "mode must be 'min' or 'max', got '" + spec.mode + "'");
+  require(spec.metric.empty() || !spec.mode.empty(), "metric", "metric '" + spec.metric + "' needs a mode (min or max)");
+  require(!spec.metric.empty() || spec.mode.empty(), "mode", "mode '" + spec.mode + "' needs a metric");
+  require(spec.num_samples >= 1, "num_samples",
+          "num_samples must be a positive integer, got " + std::to_string(spec.num_samples));
+  require(spec.max_concurrent_trials >= 0, "max_concurrent_trials",
+          "max_concurrent_trials must be a non-negative integer, got " + std::to_string(spec.max_concurrent_trials));
+  require(spec.resources.workers >= 1, "resources.workers",
+          "resources.workers must be a positive integer, got " + std::to_string(spec.resources.workers));
+  require(spec.resources.cpus_per_worker >= 1, "resources.cpus_per_worker",
+          "resources.cpus_per_worker must be a positive integer, got " + std::to_string(spec.resources.cpus_per_worker));
+  require(spec.resources.gpus_per_worker >= 0, "resources.gpus_per_worker",
+          "resources.gpus_per_worker must be a non-negative integer, got " + std::to_string(spec.resources.gpus_per_worker));
+  require(spec.resources.placement == "pack" || spec.resources.placement == "spread", "resources.placement",
+          "resources.placement must be pack or spread, got '" + spec.resources.placement + "'");
+  require(!spec.failure.result_timeout_s || (*spec.failure.result_timeout_s > 0 && std::isfinite(*spec.failure.result_timeout_s)),
+          "failure.result_timeout_s", "failure.result_timeout_s must be a positive number");
+  require(spec.failure.max_host_failures >= 1, "failure.max_host_failures",
+          "failure.max_host_failures must be a positive integer, got " + std::to_string(spec.failure.max_host_failures));
+  require(!spec.stop.training_iteration || *spec.stop.training_iteration >= 1, "stop.training_iteration",
+          "stop.training_iteration must be a positive integer");
+  require(!spec.stop.time_budget_s || (*spec.stop.time_budget_s > 0 && std::isfinite(*spec.stop.time_budget_s)),
+          "stop.time_budget_s", "stop.time_budget_s must be a positive number");
+  for (const auto& [key, value] : spec.stop.metric_thresholds) {
+    require(std::isfinite(value), "stop." + key, "stop." + key + " must be a number");
+    check_stop_key(spec, key);
+  }
+  require(spec.checkpoint.num_to_keep >= 0, "checkpoint.num_to_keep",
+          "checkpoint.num_to_keep must be a non-negative integer, got " + std::to_string(spec.checkpoint.num_to_keep));
+  require(spec.checkpoint.score_order.empty() || is_min_max(spec.checkpoint.score_order), "checkpoint.score_order",
+          "checkpoint.score_order must be 'min' or 'max', got '" + spec.checkpoint.score_order + "'");
+  require(spec.failure.max_failures >= -1, "failure.max_failures",
+          "failure.max_failures must be an integer >= -1, got " + std::to_string(spec.failure.max_failures));
+  require(spec.data.is_null() || spec.data.is_object(), "data", "data must be a mapping");
+  require(spec.preprocess.is_null() || spec.preprocess.is_array(), "preprocess", "preprocess must be a list");
+}
+
+// Domains and points, which a sweep file has checked already but a spec
+// built in C++ has not.
+void check_space(const SweepSpec& spec) {
+  for (const auto& p : spec.param_space.parameters()) {
+    try {
+      p.domain.validate();
+    } catch (const ConfigError& e) {
+      throw ConfigError::at_key("param_space." + p.path, "parameter '" + p.path + "': " + e.what());
+    }
+  }
+  std::vector<std::string> paths;
+  for (const auto& p : spec.param_space.parameters()) paths.push_back(p.path);
+  for (const auto& c : spec.param_space.constants()) paths.push_back(c.first);
+  for (size_t i = 0; i < spec.points_to_evaluate.size(); ++i) {
+    const Json& point = spec.points_to_evaluate[i];
+    const std::string at = "points_to_evaluate[" + std::to_string(i) + "]";
+    require(point.is_object(), at, "points_to_evaluate entries must be mappings, got " + point.dump());
+    const Json flat = flatten(point);  // named: items() must not outlive it
+    for (const auto& item : flat.items()) {
+      bool known = false;
+      for (const auto& p : paths) known = known || p == item.key() || starts_path(p, item.key());
+      require(known, at, "points_to_evaluate: unknown parameter '" + item.key() + "'" +
+                             did_you_mean_or_list(item.key(), paths, "parameters"));
+    }
+    // A point can still clash with the space (a value under a constant).
+    std::mt19937_64 unused(0);
+    try {
+      (void)spec.param_space.resolve(0, unused, point);
+    } catch (const Error& e) {
+      throw ConfigError::at(at, std::string("points_to_evaluate: ") + e.what());
+    }
+  }
+}
+
+// A command trainable: its argv and env placeholders name config paths
+// (a parameter, a constant, or a section holding them).
+void check_command(const SweepSpec& spec) {
+  CommandSpec command;
+  try {
+    command = CommandSpec::from_json(spec.command);
+  } catch (const Json::exception& e) {
+    throw ConfigError::at("trainable", std::string("trainable.command: ") + e.what());
+  }
+  require(spec.trainable == "command", "trainable", "a sweep with a command has trainable 'command', got '" + spec.trainable + "'");
+  require(!command.argv.empty() && !command.argv[0].empty(), "trainable.command",
+          "trainable.command must be a non-empty list [program, arguments...]");
+  require(std::isfinite(command.stop_grace_s) && command.stop_grace_s >= 0, "trainable.stop_grace_s",
+          "trainable.stop_grace_s must be a number of seconds >= 0");
+  std::vector<std::string> paths;
+  for (const auto& p : spec.param_space.parameters()) paths.push_back(p.path);
+  for (const auto& c : spec.param_space.constants()) paths.push_back(c.first);
+  auto check = [&](const std::string& text, const std::string& at) {
+    std::vector<std::string> used;
+    try {
+      used = placeholder_paths(text);
+    } catch (const Error& e) {
+      throw ConfigError::at(at, at + ": " + e.what());
+    }
+    for (const auto& path : used) {
+      bool known = false;
+      for (const auto& p : paths) known = known || p == path || starts_path(path, p);
+      require(known, at, at + ": placeholder {" + path + "} names no key of param_space" +
+                             did_you_mean_or_list(path, paths, "keys"));
+    }
+  };
+  for (size_t i = 0; i < command.argv.size(); ++i) check(command.argv[i], "trainable.command[" + std::to_string(i) + "]");
+  for (const auto& [name, value] : command.env) check(value, "trainable.env." + name);
+}
+
+// Errors a component raised without a key path belong to its block.
+template <typename Build>
+auto within(const std::string& block, Build build) -> decltype(build()) {
+  try {
+    return build();
+  } catch (const ConfigError& e) {
+    if (!e.key_path().empty()) throw;
+    throw ConfigError::at(block, e.what());
+  }
+}
+
+}  // namespace
+
+CheckedSweep check_sweep(const SweepSpec& spec) {
+  check_fields(spec);
+  check_space(spec);
+  if (!spec.command.is_null()) check_command(spec);
+  CheckedSweep checked;
+  checked.searcher = within("search", [&] {
+    return make_searcher(spec.search_options(), spec.param_space, spec.num_samples, spec.points_to_evaluate);
+  });
+  // "custom": a Scheduler object handed to the C++ Tuner, checked there.
+  if (spec.scheduler.type != "custom") {
+    checked.scheduler = within("scheduler", [&] {
+      return make_scheduler(spec.scheduler.type, spec.scheduler.params, spec.metric, spec.mode);
+    });
+  }
+  return checked;
+}
+
+}  // namespace internal
+
+void SweepSpec::validate() const { (void)internal::check_sweep(*this); }
+
+SearchOptions SweepSpec::search_options() const {
+  SearchOptions options = search;
+  options.metric = metric;
+  options.mode = mode;
+  options.objectives = objectives;
+  return options;
+}
+
+Json SweepSpec::to_json() const {
+  Json stop_json = {{"metric_thresholds", stop.metric_thresholds},
+                    {"training_iteration", stop.training_iteration ? Json(*stop.training_iteration) : Json()},
+                    {"time_budget_s", stop.time_budget_s ? Json(*stop.time_budget_s) : Json()}};
+  return {{"name", name},
+          {"trainable", trainable},
+          {"metric", metric},
+          {"mode", mode},
+          {"objectives", objectives_to_json(objectives)},
+          {"num_samples", num_samples},
+          {"max_concurrent_trials", max_concurrent_trials},
+          {"resources",
+           {{"workers", resources.workers},
+            {"cpus_per_worker", resources.cpus_per_worker},
+            {"use_mpi", resources.use_mpi},
+            {"gpus_per_worker", resources.gpus_per_worker},
+            {"placement", resources.placement}}},
+          {"search",
+           {{"algorithm", search.algorithm},
+            {"seed", search.seed ? Json(*search.seed) : Json()},
+            {"params", search.params}}},
+          {"scheduler", {{"type", scheduler.type}, {"params", scheduler.params}}},
+          {"stop", stop_json},
+          {"param_space", param_space.to_json()},
+          {"points_to_evaluate", points_to_evaluate},
+          {"checkpoint",
+           {{"num_to_keep", checkpoint.num_to_keep},
+            {"score_attribute", checkpoint.score_attribute},
+            {"score_order", checkpoint.score_order},
+            {"shared_filesystem", checkpoint.shared_filesystem}}},
+          {"failure",
+           {{"max_failures", failure.max_failures},
+            {"result_timeout_s", failure.result_timeout_s ? Json(*failure.result_timeout_s) : Json()},
+            {"max_host_failures", failure.max_host_failures}}},
+          {"data", data},
+          {"preprocess", preprocess},
+          {"command", command}};
+}
+
+Json objectives_to_json(const std::vector<Objective>& objectives) {
+  Json list = Json::array();
+  for (const auto& objective : objectives) list.push_back({{"metric", objective.metric}, {"mode", objective.mode}});
+  return list;
+}
+
+std::vector<Objective> objectives_from_json(const Json& list) {
+  std::vector<Objective> objectives;
+  for (const auto& item : list) objectives.push_back({item.at("metric").get<std::string>(), item.at("mode").get<std::string>()});
+  return objectives;
+}
+
+Json SweepSpec::setup() const {
+  Json setup = {{"data", data}, {"preprocess", preprocess}};
+  if (!command.is_null()) setup["command"] = command;
+  return setup;
+}
+
+namespace {
+
+// An integer of a stored spec. A hand-edited or corrupt store may hold a float
+// or a number out of T's range there; converting it would be undefined
+// behaviour, so it is an error like any other malformed spec.
+template <class T>
+T integer_value(const Json& json, const char* key, T fallback) {
+  auto it = json.find(key);
+  if (it == json.end() || it->is_null()) return fallback;
+  try {
+    return json_integer<T>(*it);
+  } catch (const Error&) {
+    throw ConfigError(std::string("invalid sweep spec JSON: \"") + key + "\" is not an integer in range: " + it->dump());
+  }
+}
+
+}  // namespace
+
+// Missing keys keep their defaults, so JSON written by an older tune still loads.
+SweepSpec SweepSpec::from_json(const Json& json) {
+  SweepSpec s;
+  try {
+    const Json none = Json::object();
+    auto section = [&](const char* key) -> const Json& { return json.contains(key) ? json.at(key) : none; };
+    s.name = json.value("name", s.name);
+    s.trainable = json.value("trainable", s.trainable);
+    s.metric = json.value("metric", s.metric);
+    s.mode = json.value("mode", s.mode);
+    s.objectives = objectives_from_json(json.value("objectives", Json::array()));
+    s.num_samples = integer_value(json, "num_samples", s.num_samples);
+    s.max_concurrent_trials = integer_value(json, "max_concurrent_trials", s.max_concurrent_trials);
+    const Json& r = section("resources");
+    s.resources.workers = integer_value(r, "workers", s.resources.workers);
+    s.resources.cpus_per_worker = integer_value(r, "cpus_per_worker", s.resources.cpus_per_worker);
+    s.resources.use_mpi = r.value("use_mpi", s.resources.use_mpi);
+    s.resources.gpus_per_worker = integer_value(r, "gpus_per_worker", s.resources.gpus_per_worker);
+    s.resources.placement = r.value("placement", s.resources.placement);
+    const Json& search = section("search");
+    s.search.algorithm = search.value("algorithm", s.search.algorithm);
+    if (search.contains("seed") && !search["seed"].is_null()) s.search.seed = integer_value<uint64_t>(search, "seed", 0);
+    s.search.params = search.value("params", s.search.params);
+    const Json& scheduler = section("scheduler");
+    s.scheduler.type = scheduler.value("type", s.scheduler.type);
+    s.scheduler.params = scheduler.value("params", s.scheduler.params);
+    const Json& stop = section("stop");
+    if (stop.contains("training_iteration") && !stop["training_iteration"].is_null())
+      s.stop.training_iteration = integer_value<int64_t>(stop, "training_iteration", 0);
+    if (stop.contains("time_budget_s") && !stop["time_budget_s"].is_null())
+      s.stop.time_budget_s = stop["time_budget_s"].get<double>();
+    s.stop.metric_thresholds = stop.value("metric_thresholds", s.stop.metric_thresholds);
+    if (json.contains("param_space")) s.param_space = SearchSpace::from_json(json["param_space"]);
+    s.points_to_evaluate = json.value("points_to_evaluate", s.points_to_evaluate);
+    const Json& c = section("checkpoint");
+    s.checkpoint.num_to_keep = integer_value(c, "num_to_keep", s.checkpoint.num_to_keep);
+    s.checkpoint.score_attribute = c.value("score_attribute", s.checkpoint.score_attribute);
+    s.checkpoint.score_order = c.value("score_order", s.checkpoint.score_order);
+    s.checkpoint.shared_filesystem = c.value("shared_filesystem", s.checkpoint.shared_filesystem);
+    const Json& f = section("failure");
+    s.failure.max_failures = integer_value(f, "max_failures", s.failure.max_failures);
+    if (f.contains("result_timeout_s") && !f["result_timeout_s"].is_null())
+      s.failure.result_timeout_s = f["result_timeout_s"].get<double>();
+    s.failure.max_host_failures = integer_value(f, "max_host_failures", s.failure.max_host_failures);
+    if (json.contains("data")) s.data = json["data"];
+    if (json.contains("preprocess")) s.preprocess = json["preprocess"];
+    if (json.contains("command")) s.command = json["command"];
+  } catch (const Json::exception& e) {
+    throw ConfigError(std::string("invalid sweep spec JSON: ") + e.what());
+  }
+  return s;
+}
+
+SweepSpec parse_sweep(const std::string& yaml_text, const std::string& file) {
+  internal::LoadedSweep loaded = internal::read_sweep(yaml_text, file);
+  try {
+    loaded.spec.validate();
+  } catch (const ConfigError& e) {
+    throw loaded.source->locate(e);
+  }
+  return std::move(loaded.spec);
+}
+
+SweepSpec load_sweep_file(const std::string& path) {
+  internal::LoadedSweep loaded = internal::read_sweep_file(path);
+  try {
+    loaded.spec.validate();
+  } catch (const ConfigError& e) {
+    throw loaded.source->locate(e);
+  }
+  return std::move(loaded.spec);
+}
+
+}  // namespace tune
