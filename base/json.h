@@ -7,8 +7,11 @@
 #pragma once
 
 #include <cstdint>
+#include <iosfwd>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
 #include <type_traits>
 
 #include "base/error.h"
@@ -34,5 +37,21 @@ T json_integer(const Json& value) {
   if (!fits) throw Error("expected an integer in range, got " + value.dump());
   return value.get<T>();
 }
+
+// How deep JSON from outside tune may nest. Every value tune reads from a
+// program, a worker, an HTTP client, a file or a store column is parsed with
+// parse_json: nlohmann builds values iteratively, but copies and destroys
+// them recursively, so a 60,000-deep array would overflow the stack of
+// whichever thread touched it next.
+inline constexpr int kMaxJsonDepth = 128;
+
+// Parses `text`; returns a discarded value (is_discarded()) when it is not
+// JSON or nests deeper than `max_depth`, and then says which in `*why` (one
+// line) when `why` is given. Never throws for bad input.
+//
+//   Json value = parse_json(line, kMaxJsonDepth, &why);
+//   if (value.is_discarded()) fail("not JSON: " + why);
+Json parse_json(std::string_view text, int max_depth = kMaxJsonDepth, std::string* why = nullptr);
+Json parse_json(std::istream& in, int max_depth = kMaxJsonDepth, std::string* why = nullptr);
 
 }  // namespace tune
