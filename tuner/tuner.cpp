@@ -8,12 +8,14 @@
 #include "tuner/driver/driver.h"
 #include "tuner/driver/prepare.h"
 #include "base/error.h"
+#include "tuner/exec/host_check.h"
 #include "tuner/exec/session_base.h"
 #include "tuner/exec/worker.h"
 
 namespace tune {
 
 void init(int, char**) {
+  if (internal::started_as_host_check()) internal::run_host_check();
   if (!internal::started_as_worker()) return;
   internal::select_rank_gpus();
   internal::run_worker();

@@ -129,14 +129,16 @@ int receive(int argc, char** argv) {
   const std::string mode = arg(argc, argv, "mode");
   const uint64_t bytes = std::stoull(arg(argc, argv, "bytes"));
   const std::string dir = arg(argc, argv, "dir");
-  auto listener = Listener::tcp(arg(argc, argv, "address"));
+  auto listener = Listener::tcp(arg(argc, argv, "address"), Secret::random());
   {
     std::ofstream ready(arg(argc, argv, "ready") + ".tmp");
-    ready << listener->endpoint() << "\n" << listener->token() << "\n";
+    ready << listener->endpoint() << "\n" << listener->secret().key << "\n";
   }
   fs::rename(arg(argc, argv, "ready") + ".tmp", arg(argc, argv, "ready"));
   int fd = -1;
-  for (int i = 0; i < 600 && fd < 0; ++i) fd = listener->accept_one(100);
+  for (int i = 0; i < 600 && fd < 0; ++i) {
+    if (auto peer = listener->accept_one(100)) fd = peer->fd;  // its first frame is a hello
+  }
   if (fd < 0) {
     std::cerr << "cluster_bench: no sender connected\n";
     return 1;
@@ -186,7 +188,10 @@ int send(int argc, char** argv) {
   const uint64_t bytes = std::stoull(arg(argc, argv, "bytes"));
   const std::string dir = fs::temp_directory_path() / "cluster_bench_checkpoint";
   write_checkpoint(dir, bytes);
-  const int fd = connect_driver(arg(argc, argv, "endpoint"), arg(argc, argv, "token"));
+  Secret secret;
+  secret.key = arg(argc, argv, "token");
+  const int fd = connect_driver(arg(argc, argv, "endpoint"), secret);
+  send_message(fd, {{"type", "hello"}});
   const auto start = SteadyClock::now();
   bool ok = true;
   if (mode == "tune") {

@@ -1,6 +1,7 @@
 // The driver <-> worker transport: a Unix socket in a private directory or TCP
-// on one loopback address; only a peer that proves the token gets through,
-// and a peer that does not (or says nothing) is dropped in bounded time.
+// on one loopback address; only a peer that proves the secret gets through,
+// a peer that does not (or says nothing, or trickles) is dropped in bounded
+// time, and none of them delays a worker that holds the secret.
 #include "tuner/exec/transport.h"
 
 #include <arpa/inet.h>
@@ -16,7 +17,9 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <future>
+#include <atomic>
 #include <regex>
 #include <set>
 #include <thread>
@@ -80,12 +83,14 @@ int connect_raw(const std::string& endpoint) {
   return fd;
 }
 
-// A worker on another thread: connects with `token`, then answers one
-// message with a "pong" echoing its "n", and one raw frame reversed.
-std::future<void> start_worker(const std::string& endpoint, const std::string& token) {
-  return std::async(std::launch::async, [endpoint, token] {
-    Fd fd(connect_driver(endpoint, token));
+// A worker on another thread: connects with `secret`, says hello, then
+// answers one message with a "pong" echoing its "n", and one raw frame
+// reversed.
+std::future<void> start_worker(const std::string& endpoint, const Secret& secret) {
+  return std::async(std::launch::async, [endpoint, secret] {
+    Fd fd(connect_driver(endpoint, secret));
     bound(fd.fd, 3);
+    if (!send_message(fd.fd, {{"type", "hello"}, {"group", 1}})) throw Error("worker: cannot say hello");
     const auto ping = receive_message(fd.fd);
     if (!ping || ping->value("type", "") != "ping") throw Error("worker: no ping");
     if (!send_message(fd.fd, {{"type", "pong"}, {"n", ping->value("n", -1)}})) throw Error("worker: cannot send");
@@ -98,7 +103,9 @@ std::future<void> start_worker(const std::string& endpoint, const std::string& t
 
 // Accepts the worker start_worker runs and talks with it both ways.
 void accept_and_talk(Listener& listener, std::future<void>& worker) {
-  Fd fd(listener.accept_one(5000));
+  auto peer = listener.accept_one(5000);
+  Fd fd(peer ? peer->fd : -1);
+  if (peer) EXPECT_EQ(peer->first, (Json{{"type", "hello"}, {"group", 1}}));
   std::optional<Json> pong;
   std::string bytes;
   if (fd.fd >= 0) {
@@ -115,15 +122,15 @@ void accept_and_talk(Listener& listener, std::future<void>& worker) {
 }
 
 TEST(Transport, UnixSocketAcceptsAWorkerWithTheToken) {
-  auto listener = Listener::unix_socket();
+  auto listener = Listener::unix_socket(Secret::random());
   ASSERT_EQ(listener->endpoint().rfind("unix:", 0), 0u) << listener->endpoint();
   EXPECT_EQ(listener->endpoint().substr(listener->endpoint().size() - 12), "/driver.sock");
-  auto worker = start_worker(listener->endpoint(), listener->token());
+  auto worker = start_worker(listener->endpoint(), listener->secret());
   accept_and_talk(*listener, worker);
 }
 
 TEST(Transport, TcpOnLoopbackAcceptsAWorkerWithTheToken) {
-  auto listener = Listener::tcp("127.0.0.1");
+  auto listener = Listener::tcp("127.0.0.1", Secret::random());
   const std::regex form(R"(tcp:127\.0\.0\.1:([0-9]+))");
   std::smatch match;
   ASSERT_TRUE(std::regex_match(listener->endpoint(), match, form)) << listener->endpoint();
@@ -131,71 +138,71 @@ TEST(Transport, TcpOnLoopbackAcceptsAWorkerWithTheToken) {
   EXPECT_GT(port, 0);
   EXPECT_LT(port, 65536);
   EXPECT_EQ(listener->endpoint().find("0.0.0.0"), std::string::npos);
-  auto worker = start_worker(listener->endpoint(), listener->token());
+  auto worker = start_worker(listener->endpoint(), listener->secret());
   accept_and_talk(*listener, worker);
   // The listener keeps accepting: a second worker gets through too.
-  auto second = start_worker(listener->endpoint(), listener->token());
+  auto second = start_worker(listener->endpoint(), listener->secret());
   accept_and_talk(*listener, second);
 }
 
 TEST(Transport, TcpOnIpv6LoopbackBracketsTheAddress) {
   std::unique_ptr<Listener> listener;
   try {
-    listener = Listener::tcp("::1");
+    listener = Listener::tcp("::1", Secret::random());
   } catch (const Error& e) {
     GTEST_SKIP() << "no IPv6 loopback here: " << e.what();
   }
   EXPECT_TRUE(std::regex_match(listener->endpoint(), std::regex(R"(tcp:\[::1\]:[0-9]+)"))) << listener->endpoint();
-  auto worker = start_worker(listener->endpoint(), listener->token());
+  auto worker = start_worker(listener->endpoint(), listener->secret());
   accept_and_talk(*listener, worker);
 }
 
-TEST(Transport, WrongTokenIsRefusedBothWays) {
+TEST(Transport, WrongSecretIsRefusedBothWays) {
   std::vector<std::unique_ptr<Listener>> listeners;
-  listeners.push_back(Listener::unix_socket());
-  listeners.push_back(Listener::tcp("127.0.0.1"));
+  listeners.push_back(Listener::unix_socket(Secret::random()));
+  listeners.push_back(Listener::tcp("127.0.0.1", Secret::random()));
   for (auto& listener : listeners) {
     SCOPED_TRACE(listener->endpoint());
-    const std::string wrong = random_token();
-    ASSERT_NE(wrong, listener->token());
+    const Secret wrong = Secret::random();
+    ASSERT_NE(wrong.key, listener->secret().key);
     auto impostor = std::async(std::launch::async, [&] { return connect_driver(listener->endpoint(), wrong); });
     const auto start = Clock::now();
-    const int fd = listener->accept_one(3000);
-    EXPECT_EQ(fd, -1);
-    if (fd >= 0) ::close(fd);
-    EXPECT_LT(seconds_since(start), 2.0);
+    auto peer = listener->accept_one(1500);
+    EXPECT_FALSE(peer);
+    if (peer) ::close(peer->fd);
+    EXPECT_EQ(listener->dropped(), 1u);
     try {
       const int worker_fd = impostor.get();
       ::close(worker_fd);
       ADD_FAILURE() << "connect_driver accepted a wrong token";
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find(listener->endpoint()), std::string::npos) << e.what();
-      EXPECT_NE(std::string(e.what()).find("token"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("key"), std::string::npos) << e.what();
     }
     // The listener still takes the real worker afterwards.
-    auto worker = start_worker(listener->endpoint(), listener->token());
+    auto worker = start_worker(listener->endpoint(), listener->secret());
     accept_and_talk(*listener, worker);
   }
 }
 
 TEST(Transport, GarbagePeersAreDroppedQuickly) {
-  auto listener = Listener::unix_socket();
+  auto listener = Listener::unix_socket(Secret::random());
   const auto start = Clock::now();
   {
     Fd peer(connect_raw(listener->endpoint()));  // sends text, not frames
     ASSERT_GE(peer.fd, 0);
     const std::string garbage = "hello driver, let me in\n";
     ASSERT_EQ(::send(peer.fd, garbage.data(), garbage.size(), MSG_NOSIGNAL), static_cast<ssize_t>(garbage.size()));
-    EXPECT_EQ(listener->accept_one(3000), -1);
+    EXPECT_FALSE(listener->accept_one(1000));
   }
   {
     Fd peer(connect_raw(listener->endpoint()));  // a well-formed answer with a bogus proof
     ASSERT_GE(peer.fd, 0);
-    auto accepted = std::async(std::launch::async, [&] { return listener->accept_one(3000); });
+    auto accepted = std::async(std::launch::async, [&] { return listener->accept_one(1000); });
     const auto challenge = receive_message(peer.fd);
     if (challenge)
       send_message(peer.fd, {{"type", "answer"}, {"nonce", random_token()}, {"proof", random_token()}});
-    EXPECT_EQ(accepted.get(), -1);
+    EXPECT_FALSE(accepted.get());
     ASSERT_TRUE(challenge);
     EXPECT_EQ(challenge->value("type", ""), "challenge");
     EXPECT_FALSE(receive_message(peer.fd)) << "the driver should hang up";
@@ -205,36 +212,116 @@ TEST(Transport, GarbagePeersAreDroppedQuickly) {
     ASSERT_GE(peer.fd, 0);
     ::close(peer.fd);
     peer.fd = -1;
-    EXPECT_EQ(listener->accept_one(3000), -1);
+    EXPECT_FALSE(listener->accept_one(1000));
   }
-  EXPECT_LT(seconds_since(start), 2.0);
-  auto worker = start_worker(listener->endpoint(), listener->token());
+  EXPECT_EQ(listener->dropped(), 3u);  // each one, long before its 5 s were up
+  EXPECT_LT(seconds_since(start), 4.5);
+  auto worker = start_worker(listener->endpoint(), listener->secret());
   accept_and_talk(*listener, worker);
 }
 
-TEST(Transport, SilentPeerIsDroppedWithinFiveSeconds) {
-  auto listener = Listener::tcp("127.0.0.1");
+TEST(Transport, ASilentPeerNeverDelaysAWorkerAndIsDroppedAtItsDeadline) {
+  ListenerLimits limits;
+  limits.handshake_s = 2;
+  auto listener = Listener::tcp("127.0.0.1", Secret::random(), limits);
   Fd silent(connect_raw(listener->endpoint()));  // connects, then says nothing
   ASSERT_GE(silent.fd, 0);
-  auto worker = start_worker(listener->endpoint(), listener->token());  // queued behind it
+  EXPECT_FALSE(listener->accept_one(100));  // takes it in
+  EXPECT_EQ(listener->pending(), 1u);
+  auto worker = start_worker(listener->endpoint(), listener->secret());  // arrives behind it
   const auto start = Clock::now();
-  auto accepted = std::async(std::launch::async, [&] { return listener->accept_one(15000); });
-  if (accepted.wait_for(std::chrono::milliseconds(15000)) != std::future_status::ready) {
-    ADD_FAILURE() << "accept_one still waits on the silent peer";
-    ::shutdown(silent.fd, SHUT_RDWR);  // let it go
-  }
-  const int fd = accepted.get();
-  const double waited = seconds_since(start);
-  EXPECT_EQ(fd, -1) << "the silent peer was accepted";
-  if (fd >= 0) ::close(fd);
-  EXPECT_GT(waited, 3.5);  // it had its chance (5 s), then was dropped: bounded above by the 15 s wait
   accept_and_talk(*listener, worker);
+  EXPECT_LT(seconds_since(start), 1.5) << "the worker waited for the silent peer";
+  EXPECT_EQ(listener->dropped(), 0u);
+  // Its deadline (the whole handshake) passes: dropped, and it sees the end.
+  EXPECT_FALSE(listener->accept_one(3000));
+  EXPECT_EQ(listener->dropped(), 1u);
+  EXPECT_EQ(listener->pending(), 0u);
+  char byte;
+  ::recv(silent.fd, &byte, 1, 0);  // the challenge's first byte, or the end
+  std::string rest(64, '\0');
+  while (::recv(silent.fd, rest.data(), rest.size(), 0) > 0) {
+  }
+  EXPECT_GE(seconds_since(start), 1.0);
+}
+
+// A frame header announcing 1,000 bytes, then a byte at a time: the whole
+// handshake has one deadline, however the bytes trickle.
+TEST(Transport, ATricklingPeerIsDroppedAtTheHandshakeDeadline) {
+  ListenerLimits limits;
+  limits.handshake_s = 2;
+  auto listener = Listener::tcp("127.0.0.1", Secret::random(), limits);
+  std::atomic<bool> done{false};
+  auto trickler = std::async(std::launch::async, [&] {
+    Fd peer(connect_raw(listener->endpoint()));
+    const char header[4] = {static_cast<char>(0xe8), 0x03, 0, 0};
+    ::send(peer.fd, header, 4, MSG_NOSIGNAL);
+    int sent = 0;
+    while (!done && sent < 100 && ::send(peer.fd, "x", 1, MSG_NOSIGNAL) == 1) {
+      ++sent;
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    return sent;
+  });
+  const auto start = Clock::now();
+  for (int i = 0; i < 40 && listener->dropped() == 0; ++i) EXPECT_FALSE(listener->accept_one(100));
+  const double waited = seconds_since(start);
+  done = true;
+  EXPECT_EQ(listener->dropped(), 1u);
+  EXPECT_GE(waited, 1.5);
+  EXPECT_LT(waited, 3.9);
+  EXPECT_LT(trickler.get(), 25);  // it could not keep trickling
+}
+
+TEST(Transport, AHandshakeFrameOverItsLimitIsDroppedAtOnce) {
+  auto listener = Listener::tcp("127.0.0.1", Secret::random());
+  Fd peer(connect_raw(listener->endpoint()));
+  const char header[4] = {0, 0, 0, 0x10};  // 256 MiB
+  ASSERT_EQ(::send(peer.fd, header, 4, MSG_NOSIGNAL), 4);
+  const auto start = Clock::now();
+  for (int i = 0; i < 20 && listener->dropped() == 0; ++i) EXPECT_FALSE(listener->accept_one(50));
+  EXPECT_EQ(listener->dropped(), 1u);
+  EXPECT_LT(seconds_since(start), 1.0);
+}
+
+// 40 silent connections from the worker's own address: the oldest beyond 16
+// are dropped as new ones come, and the worker, newest, gets in at once.
+TEST(Transport, AFloodOfSilentPeersIsCappedAndTheWorkerStillGetsIn) {
+  auto listener = Listener::tcp("127.0.0.1", Secret::random());
+  std::vector<std::unique_ptr<Fd>> flood;
+  for (int i = 0; i < 40; ++i) flood.push_back(std::make_unique<Fd>(connect_raw(listener->endpoint())));
+  for (int i = 0; i < 5; ++i) EXPECT_FALSE(listener->accept_one(20));
+  EXPECT_EQ(listener->pending(), 16u);
+  EXPECT_EQ(listener->dropped(), 24u);
+  auto worker = start_worker(listener->endpoint(), listener->secret());
+  const auto start = Clock::now();
+  accept_and_talk(*listener, worker);
+  EXPECT_LT(seconds_since(start), 1.5);
+}
+
+// The first frame comes from a peer that holds the secret, but it is still
+// bounded in size and nesting (a frame that would crash nlohmann's copy).
+TEST(Transport, TheFirstFrameIsBoundedInSizeAndNesting) {
+  auto listener = Listener::tcp("127.0.0.1", Secret::random());
+  const Secret secret = listener->secret();
+  auto deep = std::async(std::launch::async, [&] {
+    Fd fd(connect_driver(listener->endpoint(), secret));
+    std::string body = "{\"type\":" + std::string(60000, '[') + std::string(60000, ']') + "}";
+    const auto n = static_cast<uint32_t>(body.size());
+    const char header[4] = {static_cast<char>(n & 0xff), static_cast<char>((n >> 8) & 0xff),
+                            static_cast<char>((n >> 16) & 0xff), static_cast<char>(n >> 24)};
+    ::send(fd.fd, header, 4, MSG_NOSIGNAL);
+    ::send(fd.fd, body.data(), body.size(), MSG_NOSIGNAL);
+  });
+  for (int i = 0; i < 30 && listener->dropped() == 0; ++i) EXPECT_FALSE(listener->accept_one(100));
+  deep.get();
+  EXPECT_EQ(listener->dropped(), 1u);
 }
 
 TEST(Transport, AcceptOneWithNobodyWaitsTheTimeout) {
-  auto listener = Listener::unix_socket();
+  auto listener = Listener::unix_socket(Secret::random());
   const auto start = Clock::now();
-  EXPECT_EQ(listener->accept_one(150), -1);
+  EXPECT_FALSE(listener->accept_one(150));
   const double waited = seconds_since(start);
   EXPECT_GE(waited, 0.14);
 }
@@ -242,7 +329,7 @@ TEST(Transport, AcceptOneWithNobodyWaitsTheTimeout) {
 TEST(Transport, UnixSocketLivesInAPrivateDirectoryRemovedWithTheListener) {
   std::string dir;
   {
-    auto listener = Listener::unix_socket();
+    auto listener = Listener::unix_socket(Secret::random());
     const std::string path = listener->endpoint().substr(5);
     dir = std::filesystem::path(path).parent_path().string();
     struct stat info {};
@@ -252,10 +339,10 @@ TEST(Transport, UnixSocketLivesInAPrivateDirectoryRemovedWithTheListener) {
     EXPECT_EQ(info.st_uid, ::getuid());
     ASSERT_EQ(::stat(path.c_str(), &info), 0) << path;
     EXPECT_TRUE(S_ISSOCK(info.st_mode));
-    // Each listener gets its own directory and token.
-    auto other = Listener::unix_socket();
+    // Each listener gets its own directory and key.
+    auto other = Listener::unix_socket(Secret::random());
     EXPECT_NE(other->endpoint(), listener->endpoint());
-    EXPECT_NE(other->token(), listener->token());
+    EXPECT_NE(other->secret().key, listener->secret().key);
   }
   EXPECT_FALSE(std::filesystem::exists(dir)) << dir;
 }
@@ -264,18 +351,18 @@ TEST(Transport, TcpRefusesWhatIsNotAnAddress) {
   for (const std::string address : {"", "localhost", "not-an-ip", "10.0.0.300"}) {
     SCOPED_TRACE(address);
     try {
-      Listener::tcp(address);
+      Listener::tcp(address, Secret::random());
       ADD_FAILURE() << "listened on '" << address << "'";
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find("'" + address + "'"), std::string::npos) << e.what();
     }
   }
   // An address this machine does not have cannot be bound.
-  EXPECT_THROW(Listener::tcp("192.0.2.254"), Error);
+  EXPECT_THROW(Listener::tcp("192.0.2.254", Secret::random()), Error);
 }
 
 TEST(Transport, ConnectDriverErrorsNameTheEndpoint) {
-  const std::string token = random_token();
+  const Secret token = Secret::random();
   for (const std::string endpoint : {"bogus:1", "unix:/nonexistent-tune-dir/driver.sock", "tcp:127.0.0.1:1"}) {
     SCOPED_TRACE(endpoint);
     try {
@@ -347,6 +434,93 @@ TEST(Transport, WorkerChecksTheDriversProofAndNeverSendsTheToken) {
   bound(b.fd, 3);
   ASSERT_TRUE(send_message(a.fd, {{"type", "challenge"}, {"nonce", "abc"}}));
   EXPECT_FALSE(prove_as_worker(b.fd, token));
+}
+
+// A private folder for key files, removed at the end.
+struct KeyFolder {
+  KeyFolder() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "tune-keys-XXXXXX").string();
+    path = ::mkdtemp(pattern.data());
+  }
+  ~KeyFolder() { std::filesystem::remove_all(path); }
+  std::string file(const std::string& name) const { return path + "/" + name; }
+  std::string path;
+};
+
+TEST(ClusterKey, WrittenPrivateAndReadBack) {
+  KeyFolder keys;
+  const std::string path = keys.file("sub/cluster.key");
+  write_cluster_key(path);
+  struct stat info {};
+  ASSERT_EQ(::stat(path.c_str(), &info), 0);
+  EXPECT_EQ(info.st_mode & 0777, 0600u);
+  const std::string key = read_cluster_key(path);
+  EXPECT_TRUE(std::regex_match(key, std::regex("[0-9a-f]{64}"))) << key;  // the newline is not part of it
+  EXPECT_THROW(write_cluster_key(path), Error);  // never overwrites a key
+  EXPECT_EQ(read_cluster_key(path), key);
+}
+
+TEST(ClusterKey, RefusesKeysOthersCanReadOrThatAreTooShortOrMissing) {
+  KeyFolder keys;
+  const std::string open = keys.file("open.key"), tiny = keys.file("tiny.key");
+  std::ofstream(open) << std::string(64, 'a');
+  ::chmod(open.c_str(), 0644);
+  std::ofstream(tiny) << "short";
+  ::chmod(tiny.c_str(), 0600);
+  auto message = [](const std::string& path) {
+    try {
+      read_cluster_key(path);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(accepted)");
+  };
+  EXPECT_NE(message(open).find("chmod 600 " + open), std::string::npos) << message(open);
+  EXPECT_NE(message(tiny).find("shorter than 32 bytes"), std::string::npos) << message(tiny);
+  EXPECT_NE(message(keys.file("none")).find("no cluster key at"), std::string::npos);
+  EXPECT_NE(message(keys.path).find("not a regular file"), std::string::npos);
+}
+
+// Two hosts with the same key file and the run's nonce derive the same
+// session key; another nonce (another run) gives another. What travels in
+// the environment names the file and the nonce, never a key.
+TEST(ClusterKey, SessionKeysComeFromTheFileAndTheNonceAndNeverTravel) {
+  KeyFolder keys;
+  const std::string path = keys.file("cluster.key");
+  write_cluster_key(path);
+  const std::string cluster_key = read_cluster_key(path);
+  const Secret driver = Secret::from_key_file(path);
+  const Secret host = Secret::from_key_file(path, driver.nonce);
+  EXPECT_EQ(driver.key, host.key);
+  EXPECT_NE(driver.key, cluster_key);
+  EXPECT_EQ(driver.nonce.size(), 64u);
+  EXPECT_EQ(driver.fingerprint, key_fingerprint(cluster_key));
+  EXPECT_NE(Secret::from_key_file(path).key, driver.key);  // a fresh nonce each run
+  const auto env = secret_environment(driver);
+  ASSERT_FALSE(env.empty());
+  for (const auto& [name, value] : env) {
+    EXPECT_EQ(value.find(driver.key), std::string::npos) << name;
+    EXPECT_EQ(value.find(cluster_key), std::string::npos) << name;
+  }
+}
+
+TEST(ClusterKey, AWorkerWithAnotherKeyFileIsRefusedAndToldWhich) {
+  KeyFolder keys;
+  write_cluster_key(keys.file("driver.key"));
+  write_cluster_key(keys.file("other.key"));
+  auto listener = Listener::tcp("127.0.0.1", Secret::from_key_file(keys.file("driver.key")));
+  const Secret other = Secret::from_key_file(keys.file("other.key"), listener->secret().nonce);
+  auto impostor = std::async(std::launch::async, [&] { return connect_driver(listener->endpoint(), other); });
+  EXPECT_FALSE(listener->accept_one(1500));
+  try {
+    ::close(impostor.get());
+    ADD_FAILURE() << "a worker with another cluster key got in";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(other.fingerprint), std::string::npos) << e.what();
+  }
+  const Secret same = Secret::from_key_file(keys.file("driver.key"), listener->secret().nonce);
+  auto worker = start_worker(listener->endpoint(), same);
+  accept_and_talk(*listener, worker);
 }
 
 TEST(Transport, InterfaceAddress) {

@@ -22,6 +22,7 @@
 #include "tuner/cli/slurm_submit.h"
 #include "tuner/spec/sweep_reader.h"
 #include "tuner/cli/tabular_cli.h"
+#include "tuner/exec/host_check.h"
 #include "tuner/exec/worker.h"
 #include "base/error.h"
 #include "tuner/tuner.h"
@@ -111,7 +112,7 @@ void warn_unused_stop_keys(const tune::ResultGrid& results, const std::vector<st
 }
 
 int run_sweep(const std::string& command, const std::vector<std::string>& args) {
-  std::string target, storage, name, durability, report, hostfile, interface;
+  std::string target, storage, name, durability, report, hostfile, interface, secret_file;
   int slots = 0;
   std::string seed;
   bool quiet = false;
@@ -129,6 +130,8 @@ int run_sweep(const std::string& command, const std::vector<std::string>& args) 
       ("hostfile", po::value(&hostfile), "run worker groups on these hosts (OpenMPI hostfile: `node1 slots=4 gpus=2`)")
       ("network-interface", po::value(&interface),
        "with several hosts: the interface (or address) the driver listens on (default: the one reaching the hosts)")
+      ("secret-file", po::value(&secret_file),
+       "with several hosts: the cluster key, the same file on every host (default: ~/.config/tune/cluster.key)")
       ("no-slurm", "inside a Slurm allocation, still run on this machine only");
   if (command == "resume") {
     options.add_options()("force", "take the experiment over even if the store says another driver runs it");
@@ -155,6 +158,7 @@ int run_sweep(const std::string& command, const std::vector<std::string>& args) 
   run.report_path = report;
   run.hostfile = hostfile;
   run.network_interface = interface;
+  run.secret_file = secret_file;
   run.use_slurm_allocation = !parsed.vm.count("no-slurm");
   run.force = parsed.vm.count("force") > 0;
 
@@ -333,7 +337,9 @@ bool answered_here(const std::string& command) {
 
 int main(int argc, char** argv) {
 #ifdef TUNE_CLI_LIGHT
-  if (tune::internal::started_as_worker() || (argc >= 2 && !answered_here(argv[1]))) exec_full(argv);
+  if (tune::internal::started_as_worker() || tune::internal::started_as_host_check() ||
+      (argc >= 2 && !answered_here(argv[1])))
+    exec_full(argv);
 #endif
   tune::register_builtin_trainables();
   tune::internal::register_command_trainable();
@@ -381,6 +387,9 @@ int main(int argc, char** argv) {
   } catch (const tune::ConfigError& e) {
     std::cerr << "tune: " << e.what() << "\n";
     return 2;
+  } catch (const tune::internal::NoHostsLeft& e) {
+    std::cerr << "tune: " << e.what() << "\n";
+    return tune::internal::kExitNoHosts;
   } catch (const tune::NotFoundError& e) {
     std::cerr << "tune: " << e.what() << "\n";
     return 2;

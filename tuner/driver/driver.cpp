@@ -49,32 +49,44 @@ void Driver::drain() {
   }
 }
 
+// Everything that can refuse the sweep (no address toward the hosts, a host
+// that cannot run tune) comes before the store is touched: a refused run
+// leaves nothing behind that would block its retry.
 void Driver::open() {
+  SweepSpec& spec = sweep_.spec;
+  if (!resume_ && spec.name.empty()) {
+    spec.name = (spec.trainable.empty() ? std::string("experiment") : spec.trainable) + "-" +
+                std::to_string(static_cast<long long>(clock_.unix_time()));
+  }
+  experiment_dir_ = std::filesystem::path(run_.storage_path) / spec.name;
+  ExecutorContext context{spec, run_, sweep_.trainable, sweep_.function, experiment_dir_.string(),
+                          sweep_.slots, pool_.single_host(), "", "", "", events_, clock_};
+  if (!pool_.single_host()) listen_on_cluster(context);
+  std::string kind = "custom";
+  executor_ = env_.make_executor ? env_.make_executor(context) : make_executor(context, &kind);
+  if (!pool_.single_host() && executor_->checks_hosts()) preflight();
+
   store_ = Store::open(run_.storage_path, false, run_.durability);
   if (resume_) {
     load_experiment();
   } else {
     create_experiment();
   }
-  ExecutorContext context{sweep_.spec, run_, sweep_.trainable, sweep_.function, experiment_dir_.string(),
-                          sweep_.slots, pool_.single_host(), "", "", events_, clock_};
-  if (!pool_.single_host()) listen_on_cluster(context);
-  std::string kind = "custom";
-  executor_ = env_.make_executor ? env_.make_executor(context) : make_executor(context, &kind);
-  const Resources& r = sweep_.spec.resources;
+  const Resources& r = spec.resources;
   store_->add_event(experiment_.id, std::nullopt, "started",
                     {{"slots", sweep_.slots}, {"trial_slots", r.workers * r.cpus_per_worker}, {"executor", kind}},
                     clock_.unix_time());
   if (!run_.report_path.empty()) {
-    report_ = std::make_unique<LiveReport>(run_.storage_path, sweep_.spec.name, run_.report_path,
+    report_ = std::make_unique<LiveReport>(run_.storage_path, spec.name, run_.report_path,
                                            run_.report_interval_s, run_.verbose);
   }
   started_ = last_progress_ = clock_.now();
 }
 
 // Several hosts: the driver listens on the address it reaches the hosts
-// from (or the interface the user named), never on a wildcard.
-void Driver::listen_on_cluster(ExecutorContext& context) const {
+// from (or the interface the user named), never on a wildcard, and proves
+// itself with the cluster key every host holds (made here on first use).
+void Driver::listen_on_cluster(ExecutorContext& context) {
   std::string remote;
   for (const Host& host : pool_.hosts())
     if (!host.local && remote.empty()) remote = host.name;
@@ -85,15 +97,22 @@ void Driver::listen_on_cluster(ExecutorContext& context) const {
                           : "no IPv4 address on interface '" + run_.network_interface + "'");
   }
   context.network = network_of(context.listen_address);
+  context.key_file = run_.secret_file.empty() ? default_cluster_key_path() : run_.secret_file;
+  if (run_.secret_file.empty() && !std::filesystem::exists(context.key_file)) {
+    write_cluster_key(context.key_file);
+    std::cerr << "tune: made a cluster key at " << context.key_file
+              << " (mode 0600): every host needs the same file at the same path; it never crosses the network\n";
+  }
+  try {
+    (void)read_cluster_key(context.key_file);
+  } catch (const Error& e) {
+    throw ConfigError(std::string(e.what()) + " (--secret-file, docs/CLUSTER.md)");
+  }
 }
 
 void Driver::create_experiment() {
   SweepSpec& spec = sweep_.spec;
   const double now = clock_.unix_time();
-  if (spec.name.empty()) {
-    spec.name = (spec.trainable.empty() ? std::string("experiment") : spec.trainable) + "-" +
-                std::to_string(static_cast<long long>(now));
-  }
   if (store_->find_experiment(spec.name)) {
     throw ConfigError("experiment '" + spec.name + "' already exists in " + run_.storage_path +
                       " (continue it with `tune resume " + spec.name + "` or pick another --name)");
@@ -106,7 +125,6 @@ void Driver::create_experiment() {
   experiment_.created_at = experiment_.updated_at = now;
   experiment_.id = store_->create_experiment(experiment_);
   take_lease();
-  experiment_dir_ = std::filesystem::path(run_.storage_path) / spec.name;
   std::filesystem::create_directories(experiment_dir_);
 }
 
@@ -117,7 +135,6 @@ void Driver::load_experiment() {
   if (!found) throw NotFoundError("no experiment named '" + sweep_.spec.name + "' in " + run_.storage_path);
   experiment_ = *found;
   take_lease();  // before anything changes: another driver may be running it
-  experiment_dir_ = std::filesystem::path(run_.storage_path) / sweep_.spec.name;
   std::filesystem::create_directories(experiment_dir_);
   store_->set_experiment_status(experiment_.id, "RUNNING");
   Scheduler& scheduler = *sweep_.scheduler;
@@ -169,20 +186,6 @@ PlacementRequest Driver::request() const {
 }
 
 void Driver::launch_ready() {
-  // Checked only after a host was taken out (the check visits every host).
-  if (hosts_changed_ && !stopping_) {
-    hosts_changed_ = false;
-    if (!pool_.could_ever_fit(request())) {
-      // Every host that could run a trial was taken out: stop as if
-      // interrupted, so `tune resume` continues once the hosts are back.
-      store_->add_event(experiment_.id, std::nullopt, "no_hosts_left", {{"excluded", pool_.excluded()}},
-                        clock_.unix_time());
-      std::cerr << "tune: no host left that can run a trial (taken out: " << join_names(pool_.excluded())
-                << "); resume with `tune resume " << sweep_.spec.name << "` once they are back\n";
-      stop_and_requeue("no hosts left");
-      return;
-    }
-  }
   const int limit = sweep_.spec.max_concurrent_trials;
   while (!stopping_ && pool_.fits(request()) && (limit == 0 || static_cast<int>(live_.size()) < limit)) {
     std::optional<int64_t> index = next_trial();
@@ -298,8 +301,9 @@ bool Driver::step(std::chrono::microseconds max_wait) {
     txn.commit();
   }
   // launch_ready() started whatever could start; with nothing running,
-  // nothing ever will (searcher done, or the scheduler holds the rest).
-  if (live_.empty()) return false;
+  // nothing ever will (searcher done, or the scheduler holds the rest),
+  // unless hosts taken out are being checked again.
+  if (live_.empty() && !waiting_for_hosts()) return false;
 
   auto events = events_.take(max_wait);
   executor_->poll();
@@ -324,6 +328,7 @@ bool Driver::step(std::chrono::microseconds max_wait) {
 void Driver::housekeeping() {
   const double now = clock_.now();
   if (sweep_.spec.failure.result_timeout_s) end_hung_trials(now);
+  if (!pool_.single_host()) hosts_housekeeping();
   renew_lease();
   if (env_.interrupt && env_.interrupt->load() > 0 && !stopping_) interrupt();
   if (sweep_.spec.stop.time_budget_s && now - started_ >= *sweep_.spec.stop.time_budget_s && !stopping_) {
@@ -405,6 +410,7 @@ void Driver::finish() {
   store_->set_experiment_status(experiment_.id, interrupted_ ? "INTERRUPTED" : "FINISHED");
   store_->add_event(experiment_.id, std::nullopt, interrupted_ ? "interrupted" : "finished", Json::object(), now);
   txn.commit();
+  clean_scratch();
   executor_->shutdown();
   executor_.reset();
   if (ready_dir_ >= next_index_) {
@@ -414,6 +420,11 @@ void Driver::finish() {
   release_lease();
   if (report_) report_->finish();  // shows the end: the open page stops reloading
   if (run_.verbose) print_progress(true);
+  if (no_hosts_left_) {
+    throw NoHostsLeft("no host left that can run a trial of " + sweep_.spec.name + " (taken out: " +
+                      join_names(pool_.excluded()) + "; each was checked again and failed): the experiment is "
+                      "INTERRUPTED; `tune resume " + sweep_.spec.name + "` once the hosts are back");
+  }
 }
 
 namespace {

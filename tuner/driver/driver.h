@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 
+#include "base/error.h"
 #include "tuner/exec/clock.h"
 #include "tuner/exec/executor.h"
 #include "tuner/driver/prepare.h"
@@ -28,6 +29,14 @@ struct DriverEnvironment {
   // Default: make_executor (the registered kinds).
   std::function<std::unique_ptr<TrialExecutor>(const ExecutorContext&)> make_executor;
 };
+
+// Thrown by run_experiment after it recorded the experiment INTERRUPTED
+// because no host could run its remaining trials (every host taken out and
+// none healthy again when checked). The CLI exits with kExitNoHosts.
+struct NoHostsLeft : Error {
+  using Error::Error;
+};
+inline constexpr int kExitNoHosts = 75;  // EX_TEMPFAIL: `tune resume` once hosts are back
 
 // Runs (or, with resume, continues) an experiment; returns its name.
 std::string run_experiment(PreparedSweep sweep, const RunConfig& run, bool resume, DriverEnvironment env = {});

@@ -72,7 +72,7 @@ class Driver {
   using Reply = std::pair<std::function<void(Verdict)>, Verdict>;
 
   // driver.cpp
-  void listen_on_cluster(ExecutorContext& context) const;
+  void listen_on_cluster(ExecutorContext& context);
   void create_experiment();
   void take_lease();
   void renew_lease();
@@ -113,7 +113,26 @@ class Driver {
   void requeue(TrialState& trial);
   void fail(TrialState& trial, const std::string& message, bool host_lost = false);
   static constexpr int kMaxHostLossesPerTrial = 10;
-  void attempt_ended(const AttemptId& attempt, bool lost);
+  void attempt_ended(const TrialEvent& event);
+
+  // driver_hosts.cpp: the hosts of a multi-host sweep over its life
+  void preflight();
+  void host_lost(const std::string& host);
+  void suspect(const std::string& host);
+  void hosts_housekeeping();
+  bool waiting_for_hosts() const { return no_hosts_since_ >= 0 && !stopping_; }
+  void clean_scratch();
+  static constexpr double kFirstCheckDelay = 30;   // s after a host is taken out
+  static constexpr double kMaxCheckDelay = 300;    // s between checks, at most
+  struct HostCheckState {
+    double due = 0;         // clock_.now() of the next check; <0: in flight
+    double delay = kFirstCheckDelay;
+  };
+  std::map<std::string, HostCheckState> host_checks_;  // excluded hosts waiting to be checked
+  std::set<std::string> suspects_;  // hosts of a lost attempt that no one could blame: being checked
+  double no_hosts_since_ = -1;  // no host can run a trial: checking the excluded ones once more
+  bool no_hosts_left_ = false;  // ... and none came back: the sweep stops (NoHostsLeft)
+  std::vector<std::string> check_paths_;  // what a host must have (data files, the command's program)
 
   PreparedSweep sweep_;
   RunConfig run_;

@@ -35,38 +35,35 @@ void Driver::handle(TrialEvent& event, std::vector<Reply>& replies) {
       replies.emplace_back(std::move(event.reply), trial ? on_result(*trial, event) : Verdict::kStop);
       return;
     case TrialEvent::Kind::kEnded:
-      attempt_ended(event.attempt, /*lost=*/false);
+      attempt_ended(event);
       if (trial) terminate(*trial);  // the trainable returned on its own
       return;
     case TrialEvent::Kind::kFailed:
-      attempt_ended(event.attempt, event.lost);
+      attempt_ended(event);
       // Across hosts a lost attempt is the host's failure, not the trial's.
       if (trial) fail(*trial, event.message, event.lost && !pool_.single_host());
       return;
   }
 }
 
-// The attempt's hosts are free again. A lost attempt (its processes died,
-// not its trainable) counts against every host it ran on, unless the driver
-// cancelled it while stopping; a host that keeps losing attempts is taken
-// out of placement.
-void Driver::attempt_ended(const AttemptId& attempt, bool lost) {
-  auto it = live_.find(attempt);
+// The attempt's hosts are free again. An attempt that ended well clears its
+// hosts' loss counts; a lost one (its processes died, not its trainable)
+// counts against the hosts the executor blames (the one that died or went
+// silent), unless the driver cancelled it while stopping; a host that keeps
+// losing attempts is taken out of placement and checked again later.
+void Driver::attempt_ended(const TrialEvent& event) {
+  auto it = live_.find(event.attempt);
   if (it == live_.end()) return;
-  const std::vector<std::string> before = pool_.excluded();
-  for (const auto& share : it->second.hosts) {
-    if (lost && stopping_) continue;
-    if (lost) {
-      pool_.record_loss(share.host);
-    } else {
-      pool_.record_success(share.host);
+  if (event.kind == TrialEvent::Kind::kEnded) {
+    for (const auto& share : it->second.hosts) pool_.record_success(share.host);
+  } else if (event.lost && !stopping_) {
+    for (const std::string& host : event.lost_hosts) {
+      if (event.blame_uncertain) {
+        suspect(host);
+      } else {
+        host_lost(host);
+      }
     }
-  }
-  if (lost && pool_.excluded().size() > before.size()) {
-    hosts_changed_ = true;
-    const std::vector<std::string> now = pool_.excluded();
-    store_->add_event(experiment_.id, std::nullopt, "hosts_excluded", {{"hosts", now}}, clock_.unix_time());
-    if (run_.verbose) std::cerr << "tune: hosts taken out after repeated losses: " << join_names(now) << "\n";
   }
   pool_.release(it->second);
   live_.erase(it);

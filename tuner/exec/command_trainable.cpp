@@ -31,7 +31,7 @@
 #include "trainer/session.h"
 #include "tuner/exec/child_process.h"
 #include "tuner/spec/command_spec.h"
-#include "tuner/exec/group_executor.h"
+#include "tuner/exec/protocol.h"
 #include "tuner/exec/transport.h"
 
 extern char** environ;
@@ -159,7 +159,8 @@ std::string take_checkpoint(Session& session, const Json& named, const std::stri
 bool is_internal_variable(const std::string& name) {
   // The driver's endpoint and token are the worker's, not the program's; an
   // MPI program started by a rank must not take itself for part of tune's job.
-  static const std::set<std::string> names = {kEndpointEnv, kTokenEnv, kGroupEnv, kRankGpusEnv, kNodeAddressEnv};
+  static const std::vector<std::string> list = worker_environment_names();
+  static const std::set<std::string> names(list.begin(), list.end());
   return names.count(name) || name.rfind("OMPI_", 0) == 0 || name.rfind("PMIX_", 0) == 0 ||
          name.rfind("OPAL_", 0) == 0 || name.rfind("PRTE_", 0) == 0;
 }

@@ -32,6 +32,7 @@
 #include "base/json.h"
 #include "trainer/session.h"
 #include "tuner/exec/clock.h"
+#include "tuner/exec/host_check.h"
 #include "tuner/exec/session_base.h"
 
 namespace tune {
@@ -63,6 +64,13 @@ struct TrialEvent {
   bool stopped = false;
   std::string message;
   bool lost = false;
+  // A lost attempt: the hosts to blame (the one that died, became
+  // unreachable or killed a rank). Empty: no host is to blame (a hung
+  // trainable the driver ended).
+  std::vector<std::string> lost_hosts;
+  // The executor could not tell which of lost_hosts is at fault (the group
+  // never started and mpirun did not say): the driver checks each.
+  bool blame_uncertain = false;
   std::function<void(Verdict)> reply;
 };
 
@@ -111,6 +119,14 @@ class TrialExecutor {
   // Ends everything the executor runs and releases it; attempts still live
   // are cancelled. Called once, last.
   virtual void shutdown() = 0;
+
+  // Executors that place ranks on other hosts check them
+  // (tuner/exec/host_check.h): check_host starts a check in the background;
+  // its outcome is one of take_host_checks()' results (within the
+  // executor's check timeout). Others check nothing.
+  virtual bool checks_hosts() const { return false; }
+  virtual void check_host(const HostCheckRequest& request) { (void)request; }
+  virtual std::vector<HostCheckResult> take_host_checks() { return {}; }
 };
 
 // What an executor factory gets.
@@ -122,8 +138,9 @@ struct ExecutorContext {
   std::string experiment_dir;
   int slots = 1;             // the sweep's slots, over every host
   bool single_host = true;   // every host is this machine
-  // Several hosts: the driver's address on their network, and the network.
-  std::string listen_address, network;
+  // Several hosts: the driver's address on their network, the network, and
+  // the cluster key file every host holds (tuner/exec/transport.h).
+  std::string listen_address, network, key_file;
   EventSink& events;
   const Clock& clock;
 };

@@ -1,16 +1,22 @@
 #include "tuner/exec/group_executor.h"
 
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <cerrno>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -38,6 +44,21 @@ bool same_placement(const Placement& a, const Placement& b) {
   return true;
 }
 
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// The host of `rank` in a placement (ranks are laid out host after host).
+std::string host_of_rank(const Placement& placement, int rank) {
+  for (const auto& share : placement.hosts) {
+    if (rank < share.ranks) return share.host;
+    rank -= share.ranks;
+  }
+  return "";
+}
+
+bool timed_out(int error) { return error == ETIMEDOUT || error == EHOSTUNREACH || error == ENETUNREACH; }
+
 // "0,1|2,3": the GPUs of each rank, in rank order.
 std::string rank_gpus(const Placement& placement) {
   std::vector<std::string> ranks;
@@ -64,8 +85,26 @@ struct GroupExecutor::Group {
   std::optional<AttemptId> attempt;
   std::optional<TrialStart> trial;  // waiting for the group to connect
   bool cancelled = false;
+  bool hung = false;  // cancelled because it reported nothing in time
   std::string log_path;
   std::thread reader;
+  // Across hosts: each other host's watch connection (rank 0's host is
+  // watched through the connection itself).
+  std::vector<std::pair<std::string, int>> watches;
+  // The first host whose connection to the driver broke before the driver
+  // ended the group, and whether it went silent (unreachable) rather than
+  // closing (its processes died).
+  std::optional<std::pair<std::string, bool>> first_break;
+  double kill_at = 0;  // abandoned: SIGKILL and close at this time (steady clock)
+};
+
+// A host check in flight (tuner/exec/host_check.h).
+struct Probe {
+  HostCheckRequest request;
+  pid_t pid = -1;
+  std::string log_path;
+  double deadline = 0;
+  bool answered = false;
 };
 
 struct GroupExecutor::State {
@@ -75,13 +114,65 @@ struct GroupExecutor::State {
   std::vector<std::unique_ptr<Group>> groups;
   int next_id = 0;
   std::unique_ptr<Listener> listener;
-  std::thread acceptor;
+  std::thread acceptor, watcher;
+  int wake[2] = {-1, -1};  // wakes the watcher when the watches change
   std::atomic<bool> stopping{false};
+  std::map<int, Probe> probes;
+  int next_probe = 0;
+  std::string check_dir;  // the checks' mpirun logs (a private temporary folder)
+  std::vector<HostCheckResult> checked;
 
   Group* find(int id) {
     for (auto& group : groups)
       if (group->id == id) return group.get();
     return nullptr;
+  }
+
+  void poke() {
+    const char byte = 0;
+    (void)!::write(wake[1], &byte, 1);
+  }
+
+  // A host of `group` lost its connection to the driver. Unless the driver
+  // is ending the group itself, the first such host is the one to blame, and
+  // the group is abandoned now: its processes elsewhere may never answer
+  // (an unreachable host), so nothing waits for them.
+  void link_broken(Group& group, const std::string& host, bool silent) {
+    if (group.phase == Group::Phase::kDead && !group.attempt) return;
+    if (!group.first_break && (silent || (!group.cancelled && group.kill_at == 0))) group.first_break = {{host, silent}};
+    abandon(group, silent);
+  }
+
+  // A host that went silent may never answer mpirun: the group is killed
+  // now. One whose processes died is noticed by mpirun itself, which ends
+  // the rest of the group; it is killed only if it has not within 2 s.
+  void abandon(Group& group, bool now) {
+    if (group.pid <= 0) return;
+    if (now) {
+      ::kill(-group.pid, SIGKILL);
+      if (group.connection) ::shutdown(group.connection->fd(), SHUT_RDWR);
+    }
+    if (group.kill_at == 0) group.kill_at = now_s() + 2.0;
+    close_watches(group);
+  }
+
+  void close_watches(Group& group) {
+    for (auto& [host, fd] : group.watches) ::shutdown(fd, SHUT_RDWR);  // the watcher closes them
+    poke();
+  }
+
+  // The host to blame for a lost attempt, most certain first: one that went
+  // silent; one mpirun's log names (a daemon it lost, a rank that died, a
+  // peer ranks could not reach); the first whose processes died. With why.
+  std::pair<std::string, std::string> culprit(const Group& group) {
+    if (group.first_break && group.first_break->second)
+      return {group.first_break->first, "stopped answering (unreachable for failure.host_timeout_s)"};
+    for (const std::string& node : log_culprits(group.log_path)) {
+      for (const auto& share : group.placement.hosts)
+        if (share.host == node) return {node, "was lost by mpirun (its daemon or a rank there died or went silent)"};
+    }
+    if (group.first_break) return {group.first_break->first, "lost its processes"};
+    return {"", ""};
   }
 
   void fail(Group& group, const std::string& message) {
@@ -90,9 +181,25 @@ struct GroupExecutor::State {
     failed.kind = TrialEvent::Kind::kFailed;
     failed.attempt = *group.attempt;
     failed.lost = group.cancelled || !trainable_crashed(group.log_path);
+    const auto [host, why] = culprit(group);
+    if (!why.empty()) failed.lost_hosts = {host};
+    if (group.hung) {
+      failed.lost = !failed.lost_hosts.empty();  // else the trainable hung: its own failure
+    } else if (failed.lost && failed.lost_hosts.empty()) {
+      // No clue which host: each is suspect (the driver checks them).
+      for (const auto& share : group.placement.hosts) failed.lost_hosts.push_back(share.host);
+      failed.blame_uncertain = failed.lost_hosts.size() > 1;
+    }
+    const std::string log_name = "logs/" + std::filesystem::path(group.log_path).filename().string();
     failed.message = message;
-    if (const std::string said = rank_error(group.log_path); !said.empty()) {
+    if (failed.lost && !why.empty() && !group.cancelled) {
+      // The group's end is the host's doing: what mpirun printed about it
+      // (often a crash of its own) says nothing more.
+      failed.message = "host " + host + " " + why + "; the group ended (" + log_name + ")";
+    } else if (const std::string said = rank_error(group.log_path); !said.empty()) {
       failed.message = said + " (" + message + ")";
+    } else if (const std::string launch = launch_failure(group.log_path, options.executable); !launch.empty()) {
+      failed.message = message + ": a host " + launch + " (" + log_name + ")";
     } else if (const std::string tail = last_lines(group.log_path, 3); !tail.empty()) {
       failed.message += ": " + tail;
     }
@@ -128,7 +235,9 @@ struct GroupExecutor::State {
     MpiLaunch launch;
     launch.ranks = group.placement.ranks();
     launch.program = {options.executable};
-    launch.env = {{kEndpointEnv, listener->endpoint()}, {kTokenEnv, listener->token()}, {kGroupEnv, std::to_string(group.id)}};
+    launch.env = {{kEndpointEnv, listener->endpoint()}, {kGroupEnv, std::to_string(group.id)}};
+    for (auto& entry : secret_environment(listener->secret())) launch.env.push_back(std::move(entry));
+    if (!options.listen_address.empty()) launch.env.emplace_back(kHostTimeoutEnv, std::to_string(options.host_timeout_s));
     // Ranks of a trial without GPUs see none (as Ray does), so a CUDA build
     // does not take a GPU another trial was given.
     launch.env.emplace_back(kRankGpusEnv, group.placement.gpus_per_rank > 0 ? rank_gpus(group.placement) : kNoGpus);
@@ -137,7 +246,105 @@ struct GroupExecutor::State {
     launch.network = options.network;
     launch.driver_address = options.listen_address;
     launch.log_path = group.log_path;
+    launch.liveness_s = options.listen_address.empty() ? 0 : options.host_timeout_s;
+    std::filesystem::create_directories(options.log_dir);
     group.pid = spawn_mpirun(launch);
+  }
+
+  void start_check(int id, Probe& probe) {
+    if (check_dir.empty()) {
+      std::string pattern = (std::filesystem::temp_directory_path() / "tune-checks-XXXXXX").string();
+      if (!::mkdtemp(pattern.data())) throw Error("cannot create a folder for host checks in " + pattern);
+      check_dir = pattern;
+    }
+    MpiLaunch launch;
+    launch.ranks = 1;
+    launch.program = {options.executable};
+    launch.env = host_check_environment(id, probe.request, listener->endpoint(), listener->secret(), bind_shim_path());
+    if (!probe.request.host.empty()) launch.hosts = {{probe.request.host, 1}};
+    launch.network = options.network;
+    launch.driver_address = options.listen_address;
+    launch.liveness_s = options.listen_address.empty() ? 0 : options.host_timeout_s;
+    probe.log_path = check_dir + "/check_" + std::to_string(id) + ".log";
+    launch.log_path = probe.log_path;
+    probe.deadline = now_s() + options.check_timeout_s;
+    probe.pid = spawn_mpirun(launch);
+  }
+
+  void check_done(int id, bool ok, const std::string& problem) {
+    auto it = probes.find(id);
+    if (it == probes.end() || it->second.answered) return;
+    it->second.answered = true;
+    HostCheckResult result;
+    result.host = it->second.request.host;
+    result.ok = ok;
+    result.problem = problem;
+    result.clean = !it->second.request.clean_experiment.empty();
+    checked.push_back(std::move(result));
+  }
+
+  // Checks whose mpirun ended or ran out of time; finished ones are reaped.
+  void poll_checks() {
+    const double now = now_s();
+    for (auto it = probes.begin(); it != probes.end();) {
+      Probe& probe = it->second;
+      int status = 0;
+      const pid_t done = probe.pid > 0 ? ::waitpid(probe.pid, &status, WNOHANG) : probe.pid;
+      if (done == probe.pid) {
+        const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        if (!probe.answered)
+          check_done(it->first, false, explain_failed_check(probe.log_path, probe.request.host, options.executable, code));
+        it = probes.erase(it);
+        continue;
+      }
+      if (now > probe.deadline) {
+        ::kill(-probe.pid, SIGKILL);
+        if (!probe.answered) {
+          check_done(it->first, false, "host " + probe.request.host + " did not answer a check within " +
+                                           std::to_string(static_cast<int>(options.check_timeout_s)) +
+                                           " s (unreachable, or OpenMPI cannot start its daemon there)");
+        }
+        probe.deadline = now + 3600;  // reaped once it is gone
+      }
+      ++it;
+    }
+  }
+
+  // The watches: a broken one abandons its group.
+  void watch_hosts() {
+    while (!stopping) {
+      std::vector<pollfd> fds = {{wake[0], POLLIN, 0}};
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        for (auto& group : groups)
+          for (auto& [host, fd] : group->watches) fds.push_back({fd, POLLIN | POLLRDHUP, 0});
+      }
+      if (::poll(fds.data(), fds.size(), 200) <= 0) continue;
+      if (fds[0].revents) {
+        char drain[64];
+        (void)!::read(wake[0], drain, sizeof drain);
+      }
+      std::lock_guard<std::mutex> lock(mutex);
+      for (size_t i = 1; i < fds.size(); ++i) {
+        if (!fds[i].revents) continue;
+        char byte;
+        const ssize_t n = ::recv(fds[i].fd, &byte, 1, MSG_DONTWAIT);
+        if (n > 0) continue;  // a watch says nothing: ignore a stray byte
+        if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+        const bool silent = n < 0 && timed_out(errno);
+        for (auto& group : groups) {
+          auto& watches = group->watches;
+          for (auto it = watches.begin(); it != watches.end(); ++it) {
+            if (it->second != fds[i].fd) continue;
+            const std::string host = it->first;
+            ::close(it->second);
+            watches.erase(it);
+            link_broken(*group, host, silent);
+            break;
+          }
+        }
+      }
+    }
   }
 
   // A streamed checkpoint into the driver's copy of the trial's directory.
@@ -166,7 +373,14 @@ struct GroupExecutor::State {
   }
   // Rank 0's messages become events; at EOF the group is reaped.
   void read(int id, std::shared_ptr<GroupConnection> connection, pid_t pid) {
-    while (auto frame = receive_message(connection->fd())) {
+    int why = 0;
+    while (true) {
+      errno = 0;
+      auto frame = receive_message(connection->fd());
+      if (!frame) {
+        why = errno;
+        break;
+      }
       auto message = decode_up(*frame);
       if (!message) break;  // not our protocol: treat the group as gone
       std::optional<AttemptId> attempt;
@@ -213,27 +427,56 @@ struct GroupExecutor::State {
       }
       sink->push(std::move(event));
     }
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (Group* group = find(id); group && group->attempt)
+        link_broken(*group, host_of_rank(group->placement, 0), timed_out(why));
+    }
     connection->close();
     const int status = reap(pid, std::chrono::milliseconds(static_cast<int>(options.stop_grace_s * 1000)));
     std::lock_guard<std::mutex> lock(mutex);
     if (Group* group = find(id)) {
       fail(*group, "worker group exited with status " + std::to_string(status));
       group->phase = Group::Phase::kDead;
+      close_watches(*group);
     }
   }
 
-  void on_connected(int fd) {
-    // The hello comes at once from a real worker.
-    auto frame = receive_message(fd);
-    auto hello = frame ? decode_up(*frame) : std::nullopt;
+  void on_connected(Accepted peer) {
+    auto message = decode_up(peer.first);
     std::lock_guard<std::mutex> lock(mutex);
-    Group* group = hello && std::holds_alternative<HelloMessage>(*hello) ? find(std::get<HelloMessage>(*hello).group)
-                                                                         : nullptr;
-    if (!group || group->phase != Group::Phase::kStarting || stopping) {
-      ::close(fd);
+    if (message && std::holds_alternative<CheckMessage>(*message)) {
+      const auto& check = std::get<CheckMessage>(*message);
+      auto it = probes.find(check.probe);
+      if (it != probes.end() && it->second.request.host == check.host) {
+        std::string problem;
+        for (const auto& p : check.problems) problem += (problem.empty() ? "" : "; ") + p;
+        check_done(check.probe, check.problems.empty(), problem.empty() ? "" : "host " + check.host + ": " + problem);
+      }
+      ::close(peer.fd);
       return;
     }
-    group->connection = std::make_shared<GroupConnection>(fd);
+    if (message && std::holds_alternative<WatchMessage>(*message)) {
+      const auto& watch = std::get<WatchMessage>(*message);
+      Group* group = find(watch.group);
+      const std::string host = group ? host_of_rank(group->placement, watch.rank) : "";
+      if (!group || group->phase == Group::Phase::kDead || host.empty() || stopping) {
+        ::close(peer.fd);
+        return;
+      }
+      set_liveness(peer.fd, options.host_timeout_s);
+      group->watches.emplace_back(host, peer.fd);
+      poke();
+      return;
+    }
+    Group* group = message && std::holds_alternative<HelloMessage>(*message)
+                       ? find(std::get<HelloMessage>(*message).group) : nullptr;
+    if (!group || group->phase != Group::Phase::kStarting || stopping) {
+      ::close(peer.fd);
+      return;
+    }
+    if (!options.listen_address.empty()) set_liveness(peer.fd, options.host_timeout_s);
+    group->connection = std::make_shared<GroupConnection>(peer.fd);
     group->phase = Group::Phase::kIdle;
     group->reader = std::thread(&State::read, this, group->id, group->connection, group->pid);
     if (group->trial) send_run(*group);
@@ -244,15 +487,17 @@ GroupExecutor::GroupExecutor(EventSink& events, GroupExecutorOptions options) : 
   state_->sink = &events;
   state_->options = std::move(options);
   if (state_->options.executable.empty()) state_->options.executable = self_executable();
-  state_->listener = state_->options.listen_address.empty() ? Listener::unix_socket()
-                                                            : Listener::tcp(state_->options.listen_address);
+  const GroupExecutorOptions& o = state_->options;
+  state_->listener = o.listen_address.empty() ? Listener::unix_socket(Secret::random())
+                                              : Listener::tcp(o.listen_address, Secret::from_key_file(o.key_file));
+  if (::pipe2(state_->wake, O_CLOEXEC | O_NONBLOCK) != 0) throw Error("cannot create a pipe for the group watcher");
   State* state = state_.get();
   state_->acceptor = std::thread([state] {
     while (!state->stopping) {
-      const int fd = state->listener->accept_one(100);
-      if (fd >= 0) state->on_connected(fd);
+      if (auto peer = state->listener->accept_one(100)) state->on_connected(std::move(*peer));
     }
   });
+  state_->watcher = std::thread([state] { state->watch_hosts(); });
 }
 
 GroupExecutor::~GroupExecutor() { shutdown(); }
@@ -302,16 +547,41 @@ void GroupExecutor::start(const AttemptId& attempt, TrialStart trial, const Plac
   }
 }
 
-void GroupExecutor::cancel(const AttemptId& attempt, const std::string&) {
+void GroupExecutor::cancel(const AttemptId& attempt, const std::string& reason) {
   std::lock_guard<std::mutex> lock(state_->mutex);
   for (auto& group : state_->groups) {
     if (group->attempt && *group->attempt == attempt && group->pid > 0) {
-      // Busy: SIGTERM; the reader reaps (SIGKILL after the grace) and
-      // reports. Starting: poll() notices the exit.
+      // Busy: SIGTERM; the reader reaps and reports; after the grace poll()
+      // kills the group and closes its connection, so a group that cannot
+      // stop (a host out of reach) ends all the same. Starting: poll()
+      // notices the exit.
       group->cancelled = true;
+      group->hung = reason == kCancelHung;
       ::kill(-group->pid, group->connection ? SIGTERM : SIGKILL);
+      if (group->kill_at == 0) group->kill_at = now_s() + state_->options.stop_grace_s;
     }
   }
+}
+
+void GroupExecutor::check_host(const HostCheckRequest& request) {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  const int id = state_->next_probe++;
+  Probe& probe = state_->probes[id];
+  probe.request = request;
+  try {
+    state_->start_check(id, probe);
+  } catch (const Error& e) {
+    state_->check_done(id, false, "host " + request.host + ": " + e.what());
+    state_->probes.erase(id);
+  }
+}
+
+std::vector<HostCheckResult> GroupExecutor::take_host_checks() {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  state_->poll_checks();
+  std::vector<HostCheckResult> out;
+  out.swap(state_->checked);
+  return out;
 }
 
 void GroupExecutor::poll() {
@@ -326,11 +596,22 @@ void GroupExecutor::poll() {
       state_->fail(*group, "worker group exited with status " + std::to_string(code) + " before it connected");
       group->phase = Group::Phase::kDead;
     }
+    // Abandoned or cancelled groups past their grace: killed, their
+    // connection closed so that the reader ends even if no host answers.
+    const double now = now_s();
+    for (auto& group : state_->groups) {
+      if (group->kill_at == 0 || now < group->kill_at || group->pid <= 0) continue;
+      ::kill(-group->pid, SIGKILL);
+      if (group->connection) ::shutdown(group->connection->fd(), SHUT_RDWR);
+      state_->close_watches(*group);
+      group->kill_at = now + 3600;  // once
+    }
+    state_->poll_checks();
     // Dead groups whose reader has finished (or that never had one) go.
     auto& groups = state_->groups;
     for (auto it = groups.begin(); it != groups.end();) {
       const bool reader_done = !(*it)->connection || (*it)->connection->closed();
-      if ((*it)->phase == Group::Phase::kDead && !(*it)->attempt && reader_done) {
+      if ((*it)->phase == Group::Phase::kDead && !(*it)->attempt && reader_done && (*it)->watches.empty()) {
         dead.push_back(std::move(*it));
         it = groups.erase(it);
       } else {
@@ -379,12 +660,27 @@ void GroupExecutor::shutdown() {
     }
   }
   if (state_->acceptor.joinable()) state_->acceptor.join();
+  state_->poke();
+  if (state_->watcher.joinable()) state_->watcher.join();
   {
     std::lock_guard<std::mutex> lock(state_->mutex);
     groups.swap(state_->groups);  // readers find nothing: they only reap
+    for (auto& [id, probe] : state_->probes) {
+      ::kill(-probe.pid, SIGKILL);
+      reap(probe.pid, std::chrono::milliseconds(2000));
+    }
+    state_->probes.clear();
   }
-  for (auto& group : groups)
+  for (auto& group : groups) {
     if (group->reader.joinable()) group->reader.join();
+    for (auto& [host, fd] : group->watches) ::close(fd);
+  }
+  ::close(state_->wake[0]);
+  ::close(state_->wake[1]);
+  if (!state_->check_dir.empty()) {
+    std::error_code ec;
+    if (!std::getenv("TUNE_KEEP_CHECK_LOGS")) std::filesystem::remove_all(state_->check_dir, ec);
+  }
 }
 
 ExecutorKind group_executor_kind() {
@@ -401,7 +697,8 @@ ExecutorKind group_executor_kind() {
     options.listen_address = c.listen_address;
     options.network = c.network;
     options.stream_checkpoints = !c.single_host && !c.spec.checkpoint.shared_filesystem;
-    std::filesystem::create_directories(options.log_dir);
+    options.key_file = c.key_file;
+    options.host_timeout_s = c.spec.failure.host_timeout_s;
     return std::make_unique<GroupExecutor>(c.events, options);
   };
   return kind;

@@ -2,17 +2,27 @@
 // <program>` re-executes the program in worker mode (tune::init) on the
 // attempt's placement; rank 0 connects back (tuner/exec/transport.h: a Unix
 // socket on one machine, TCP on the driver's chosen address across hosts,
-// after a token handshake) and speaks the protocol of tuner/exec/protocol.h; the
-// other ranks learn every command by MPI broadcast. A group is Starting until
-// rank 0 connects, then Idle or Busy with one attempt; groups are reused for
-// trials of the same placement, idle ones beyond `idle_rank_limit` ranks are
-// closed. A group whose mpirun exits fails its attempt (kFailed, lost) and is
-// replaced when needed. Between hosts without a shared filesystem,
-// checkpoints are streamed both ways (tuner/exec/checkpoint_transfer.h).
+// after the secret's handshake) and speaks the protocol of
+// tuner/exec/protocol.h; the other ranks learn every command by MPI
+// broadcast. A group is Starting until rank 0 connects, then Idle or Busy with
+// one attempt; groups are reused for trials of the same placement, idle ones
+// beyond `idle_rank_limit` ranks are closed. A group whose mpirun exits fails
+// its attempt (kFailed, lost) and is replaced when needed. Between hosts
+// without a shared filesystem, checkpoints are streamed both ways
+// (tuner/exec/checkpoint_transfer.h).
 //
-// Thread safety: start/cancel/poll/shutdown come from the driver's thread;
-// an acceptor thread, and per connected group a reader and a writer thread,
-// share the state under one mutex and push TrialEvents.
+// Across hosts every host of a group holds a connection to the driver (rank
+// 0's, and a watch from the lowest rank of each other host), kept alive so
+// that a dead or unreachable host shows within `host_timeout_s`. The first
+// of them to break names the host to blame; the group is then abandoned at
+// once (mpirun killed, its slots free), and the attempt is lost with
+// TrialEvent::lost_hosts naming that host (or the host mpirun's log names).
+// Hosts are checked with check_host() (tuner/exec/host_check.h).
+//
+// Thread safety: start/cancel/poll/shutdown/check_host come from the driver's
+// thread; an acceptor thread, a watcher thread, and per connected group a
+// reader and a writer thread share the state under one mutex and push
+// TrialEvents.
 #pragma once
 
 #include <memory>
@@ -31,6 +41,14 @@ struct GroupExecutorOptions {
   // Several hosts: the driver's address on the cluster's network (it listens
   // there, on TCP) and that network ("10.77.0.0/24"). "": one machine.
   std::string listen_address, network;
+  // Several hosts: the cluster key file (tuner/exec/transport.h); the secret
+  // is derived from it per run. One machine: a random key.
+  std::string key_file;
+  // Several hosts: a host whose connection shows no life for this long is
+  // dead (TCP keepalive and user timeout; OpenMPI's daemons likewise).
+  double host_timeout_s = 10;
+  // A host check that has not reported after this long failed.
+  double check_timeout_s = 30;
   // Hosts share no filesystem: checkpoints travel over the connection and
   // land under experiment_dir/trial_NNNNN/.
   bool stream_checkpoints = false;
@@ -47,6 +65,9 @@ class GroupExecutor : public TrialExecutor {
   void poll() override;
   int live() const override;
   void shutdown() override;
+  bool checks_hosts() const override { return true; }
+  void check_host(const HostCheckRequest& request) override;
+  std::vector<HostCheckResult> take_host_checks() override;
 
   // Groups alive (tests, progress).
   int live_groups() const;
@@ -58,17 +79,6 @@ class GroupExecutor : public TrialExecutor {
   struct State;
   std::shared_ptr<State> state_;
 };
-
-// Environment variables that make a re-executed program a worker: where the
-// driver listens, the token to prove, the group's id, and (with GPUs) each
-// rank's devices ("0,1|2,3": rank r takes the r-th list).
-inline constexpr const char* kEndpointEnv = "TUNE_DRIVER_ENDPOINT";
-inline constexpr const char* kTokenEnv = "TUNE_DRIVER_TOKEN";
-inline constexpr const char* kGroupEnv = "TUNE_GROUP_ID";
-inline constexpr const char* kRankGpusEnv = "TUNE_RANK_GPUS";
-inline constexpr const char* kNoGpus = "none";  // TUNE_RANK_GPUS of a group without GPUs
-// Set by rank 0 of a worker group: the address its host reaches the driver from.
-inline constexpr const char* kNodeAddressEnv = "TUNE_NODE_ADDRESS";
 
 ExecutorKind group_executor_kind();
 

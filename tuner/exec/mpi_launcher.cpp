@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <set>
@@ -70,6 +71,12 @@ std::vector<std::string> mpirun_command(const MpiLaunch& launch) {
                              "--mca", "oob_tcp_if_include", launch.network});
   }
   args.insert(args.end(), {"--mca", "btl_vader_single_copy_mechanism", "none"});
+  if (!launch.hosts.empty() && launch.liveness_s > 0) {
+    const int idle = std::max(1, static_cast<int>(launch.liveness_s / 4));
+    const int interval = std::max(1, static_cast<int>(launch.liveness_s / 8));
+    args.insert(args.end(), {"--mca", "oob_tcp_keepalive_time", std::to_string(idle), "--mca", "oob_tcp_keepalive_intvl",
+                             std::to_string(interval), "--mca", "oob_tcp_keepalive_probes", "4"});
+  }
   const std::string shim = bind_shim_path();
   if (!shim.empty() && !launch.hosts.empty() && !launch.driver_address.empty()) {
     // Each host's orted binds the address it reaches the driver from.

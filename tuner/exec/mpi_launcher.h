@@ -37,6 +37,10 @@ struct MpiLaunch {
   // With hosts: the network the MPI traffic and OpenMPI's runtime use
   // ("10.77.0.0/24"), and the driver's address on it.
   std::string network, driver_address;
+  // With hosts: OpenMPI's daemons declare a silent peer dead after about
+  // this many seconds (TCP keepalive on their channel), so mpirun notices an
+  // unreachable host and names it in its log. 0: OpenMPI's default (minutes).
+  double liveness_s = 0;
 };
 
 // The library that keeps mpirun's and orted's listeners off the wildcard

@@ -2,10 +2,13 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <fstream>
 #include <vector>
+
+#include "tuner/exec/protocol.h"
 
 namespace tune::internal {
 
@@ -41,7 +44,7 @@ std::string rank_error(const std::string& path) {
 
 // Whether mpirun's log says a rank of the group crashed on its own (a signal
 // other than SIGKILL/SIGTERM, a non-zero exit other than tune's "lost the
-// driver" codes 70 and 71): the trainable's fault. Anything else that ends a
+// driver" codes, protocol.h): the trainable's fault. Anything else that ends a
 // group (daemons lost, ranks killed, the connection gone) is a lost attempt.
 bool trainable_crashed(const std::string& log_path) {
   std::ifstream in(log_path);
@@ -54,10 +57,58 @@ bool trainable_crashed(const std::string& log_path) {
     at = line.find("Exit code:");
     if (at != std::string::npos) {
       const int code = std::atoi(line.c_str() + at + 10);
-      if (code != 70 && code != 71) return true;
+      if (code != kExitLostDriver && code != kExitNoDriver && code != kExitDriverGone) return true;
     }
   }
   return false;
+}
+
+std::vector<std::string> log_culprits(const std::string& log_path) {
+  std::ifstream in(log_path);
+  std::vector<std::string> nodes;
+  auto word_after = [](const std::string& line, size_t at) {
+    size_t end = at;
+    while (end < line.size() && !std::isspace(static_cast<unsigned char>(line[end]))) ++end;
+    return line.substr(at, end - at);
+  };
+  for (std::string line; std::getline(in, line);) {
+    std::string node;
+    if (auto at = line.find("Remote daemon:"); at != std::string::npos) {
+      if (auto on = line.find(" on node ", at); on != std::string::npos) node = word_after(line, on + 9);
+    } else if (line.find("process rank ") != std::string::npos && line.find(" exited on signal ") != std::string::npos) {
+      if (auto on = line.find(" on node "); on != std::string::npos) node = word_after(line, on + 9);
+    } else if (auto at = line.find("connect() to "); at != std::string::npos && line.find(" failed") != std::string::npos) {
+      node = word_after(line, at + 13);
+      node = node.substr(0, node.rfind(':'));
+    }
+    if (!node.empty() && std::find(nodes.begin(), nodes.end(), node) == nodes.end()) nodes.push_back(node);
+  }
+  return nodes;
+}
+
+namespace {
+bool contains(const std::string& text, const char* what) { return text.find(what) != std::string::npos; }
+}  // namespace
+
+std::string launch_failure(const std::string& log_path, const std::string& program) {
+  std::ifstream in(log_path);
+  const std::string log((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (contains(log, "could not access or execute an executable"))
+    return "cannot run " + program + " (not found there): install tune at the same path on every host";
+  if (const auto at = log.find("error while loading shared libraries"); at != std::string::npos) {
+    const auto newline = log.rfind('\n', at);
+    const auto begin = newline == std::string::npos ? 0 : newline + 1;
+    return "cannot start " + program + ": " + log.substr(begin, log.find('\n', at) - begin);
+  }
+  if (contains(log, "orted: command not found") || contains(log, "orted: not found") ||
+      contains(log, "unable to reliably start one or more daemons")) {
+    // The launcher's own complaint comes first ("ssh: connect to host ...").
+    std::string first = log.substr(0, log.find('\n'));
+    if (first.rfind("---", 0) == 0) first.clear();
+    return "did not start OpenMPI's daemon (orted): is openmpi-bin installed there, and can this machine reach it "
+           "(ssh, or OMPI_MCA_plm_rsh_agent)?" + (first.empty() ? "" : " (" + first + ")");
+  }
+  return "";
 }
 
 }  // namespace tune::internal

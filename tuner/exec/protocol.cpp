@@ -76,6 +76,10 @@ Json encode(const UpMessage& message) {
           },
           [](const DoneMessage& m) -> Json { return {{"type", "done"}, {"stopped", m.stopped}}; },
           [](const ErrorMessage& m) -> Json { return {{"type", "error"}, {"message", m.message}}; },
+          [](const WatchMessage& m) -> Json { return {{"type", "watch"}, {"group", m.group}, {"rank", m.rank}}; },
+          [](const CheckMessage& m) -> Json {
+            return {{"type", "check"}, {"probe", m.probe}, {"host", m.host}, {"problems", m.problems}};
+          },
       },
       message);
 }
@@ -118,6 +122,23 @@ std::optional<UpMessage> decode_up(const Json& frame) {
     if (!message) return std::nullopt;
     return ErrorMessage{*message};
   }
+  if (*type == "watch") {
+    auto group = int_field(frame, "group"), rank = int_field(frame, "rank");
+    if (!group || !rank || *rank < 1) return std::nullopt;
+    return WatchMessage{*group, *rank};
+  }
+  if (*type == "check") {
+    auto probe = int_field(frame, "probe");
+    auto host = string_field(frame, "host");
+    auto problems = frame.find("problems");
+    if (!probe || !host || problems == frame.end() || !problems->is_array()) return std::nullopt;
+    CheckMessage check{*probe, *host, {}};
+    for (const auto& problem : *problems) {
+      if (!problem.is_string()) return std::nullopt;
+      check.problems.push_back(problem.get<std::string>());
+    }
+    return check;
+  }
   return std::nullopt;
 }
 
@@ -147,6 +168,11 @@ std::optional<DownMessage> decode_down(const Json& frame) {
   }
   if (*type == "shutdown") return ShutdownMessage{};
   return std::nullopt;
+}
+
+std::vector<std::string> worker_environment_names() {
+  return {kEndpointEnv, kTokenEnv,  kSecretFileEnv, kSessionNonceEnv, kKeyFingerprintEnv, kHostTimeoutEnv,
+          kGroupEnv,    kRankGpusEnv, kNodeAddressEnv, kHostCheckEnv};
 }
 
 bool send_message(int fd, const Json& message) {

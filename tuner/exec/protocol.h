@@ -8,6 +8,12 @@
 //   Up (rank 0 -> driver):   Hello, ResultMessage, DoneMessage, ErrorMessage
 //   Down (driver -> rank 0): RunMessage, VerdictMessage, ShutdownMessage
 //
+// Two other connections open with a message of their own and carry nothing
+// after it: a host leader's watch (WatchMessage: the lowest rank on each
+// host of a group that spans hosts, other than rank 0's; it breaks when that
+// host dies or becomes unreachable, which tells the driver whom to blame) and
+// a host check's report (CheckMessage, tuner/exec/host_check.h).
+//
 // Checkpoints between hosts (no shared filesystem): a ResultMessage (or a
 // RunMessage restoring a trial) names the checkpoint's files; their bytes
 // follow as raw frames and a checksum frame (tuner/exec/checkpoint_transfer.h).
@@ -19,6 +25,7 @@
 #include <optional>
 #include <string>
 #include <variant>
+#include <vector>
 
 #include "base/json.h"
 #include "tuner/exec/executor.h"
@@ -30,6 +37,15 @@ struct HelloMessage {
   int group = -1;
   int pid = 0;
   int world_size = 1;
+};
+struct WatchMessage {
+  int group = -1;
+  int rank = 0;  // the leader's rank: the driver knows the host from the placement
+};
+struct CheckMessage {
+  int probe = -1;
+  std::string host;                  // as the driver named it
+  std::vector<std::string> problems;  // one line each; empty: the host can run groups
 };
 struct ResultMessage {
   Json metrics;
@@ -52,13 +68,47 @@ struct VerdictMessage {
 };
 struct ShutdownMessage {};
 
-using UpMessage = std::variant<HelloMessage, ResultMessage, DoneMessage, ErrorMessage>;
+using UpMessage = std::variant<HelloMessage, ResultMessage, DoneMessage, ErrorMessage, WatchMessage, CheckMessage>;
 using DownMessage = std::variant<RunMessage, VerdictMessage, ShutdownMessage>;
 
 Json encode(const UpMessage& message);
 Json encode(const DownMessage& message);
 std::optional<UpMessage> decode_up(const Json& frame);
 std::optional<DownMessage> decode_down(const Json& frame);
+
+// The environment of a re-executed program (mpirun exports it to every
+// rank): where the driver listens, how to prove the secret
+// (tuner/exec/transport.h: one machine, the key itself; several hosts, the
+// cluster key file and this run's nonce), the group's id, and (with GPUs)
+// each rank's devices ("0,1|2,3": rank r takes the r-th list). A command
+// trainable's program sees none of them (worker_environment_names()).
+inline constexpr const char* kEndpointEnv = "TUNE_DRIVER_ENDPOINT";
+inline constexpr const char* kTokenEnv = "TUNE_DRIVER_TOKEN";
+inline constexpr const char* kSecretFileEnv = "TUNE_SECRET_FILE";
+inline constexpr const char* kSessionNonceEnv = "TUNE_SESSION_NONCE";
+inline constexpr const char* kKeyFingerprintEnv = "TUNE_KEY_FINGERPRINT";
+inline constexpr const char* kHostTimeoutEnv = "TUNE_HOST_TIMEOUT_S";
+inline constexpr const char* kGroupEnv = "TUNE_GROUP_ID";
+inline constexpr const char* kRankGpusEnv = "TUNE_RANK_GPUS";
+inline constexpr const char* kNoGpus = "none";  // TUNE_RANK_GPUS of a group without GPUs
+// Set by rank 0 of a worker group: the address its host reaches the driver from.
+inline constexpr const char* kNodeAddressEnv = "TUNE_NODE_ADDRESS";
+// A host check (tuner/exec/host_check.h) instead of a worker group.
+inline constexpr const char* kHostCheckEnv = "TUNE_HOST_CHECK";
+std::vector<std::string> worker_environment_names();
+
+// How a worker process ends when it loses the driver (its connection broke,
+// or the driver stopped answering): mpirun's log then shows one of these,
+// and the group executor counts the attempt as lost, not as the trainable's
+// crash.
+inline constexpr int kExitLostDriver = 70;     // a send or read to the driver failed mid-trial
+inline constexpr int kExitNoDriver = 71;       // could not connect to the driver at all
+inline constexpr int kExitFatalTrial = 72;     // the trainable failed in a group: the group must end
+inline constexpr int kExitDriverGone = 73;     // the watch saw the driver's connection end
+
+// Bumped whenever a message changes: a host check refuses a host whose tune
+// speaks another version.
+inline constexpr int kProtocolVersion = 2;
 
 // Frames larger than this are refused (a corrupt or hostile peer).
 inline constexpr uint32_t kMaxFrameBytes = 256u << 20;

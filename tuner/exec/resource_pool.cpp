@@ -32,7 +32,7 @@ int ResourcePool::capacity(size_t h, const PlacementRequest& r) const {
 
 void ResourcePool::set_free(size_t h, int free_slots) {
   State& s = state_[h];
-  if (!s.excluded) {
+  if (!s.out()) {
     by_free_.erase({s.free_slots, h});
     by_free_.emplace(free_slots, h);
   }
@@ -117,7 +117,7 @@ bool ResourcePool::fits(const PlacementRequest& r) const {
 bool ResourcePool::could_ever_fit(const PlacementRequest& r) const {
   int room = 0;
   for (size_t h = 0; h < hosts_.size(); ++h) {
-    if (state_[h].excluded) continue;
+    if (state_[h].gone()) continue;
     int n = hosts_[h].slots / std::max(1, r.cpus_per_rank);
     if (r.gpus_per_rank > 0) n = std::min(n, hosts_[h].gpus / r.gpus_per_rank);
     room += n;
@@ -125,18 +125,83 @@ bool ResourcePool::could_ever_fit(const PlacementRequest& r) const {
   return room >= r.ranks;
 }
 
-void ResourcePool::record_loss(const std::string& host) {
+bool ResourcePool::record_loss(const std::string& host) {
   auto it = index_.find(host);
-  if (it == index_.end() || hosts_.size() < 2) return;  // the only host is never taken out
+  if (it == index_.end() || hosts_.size() < 2) return false;  // the only host is never taken out
   State& s = state_[it->second];
-  if (s.excluded || ++s.failures < failure_limit_) return;
+  if (s.out() || ++s.failures < failure_limit_) return false;
   s.excluded = true;
   by_free_.erase({s.free_slots, it->second});
+  return true;
 }
 
 void ResourcePool::record_success(const std::string& host) {
   auto it = index_.find(host);
   if (it != index_.end() && !state_[it->second].excluded) state_[it->second].failures = 0;
+}
+
+bool ResourcePool::readmit(const std::string& host) {
+  auto it = index_.find(host);
+  if (it == index_.end() || !state_[it->second].excluded) return false;
+  State& s = state_[it->second];
+  s.excluded = false;
+  s.failures = 0;
+  if (!s.out()) by_free_.emplace(s.free_slots, it->second);
+  return true;
+}
+
+void ResourcePool::suspend(const std::string& host, bool suspended) {
+  auto it = index_.find(host);
+  if (it == index_.end()) return;
+  State& s = state_[it->second];
+  if (s.suspended == suspended) return;
+  const bool was_out = s.out();
+  s.suspended = suspended;
+  if (!was_out && s.out()) by_free_.erase({s.free_slots, it->second});
+  if (was_out && !s.out()) by_free_.emplace(s.free_slots, it->second);
+}
+
+bool ResourcePool::add_host(const Host& host) {
+  auto it = index_.find(host.name);
+  if (it != index_.end()) {
+    State& s = state_[it->second];
+    if (!s.drained) return false;
+    // Back from a drain, with its new counts; what still runs there keeps
+    // its share until it is released.
+    const int busy = hosts_[it->second].slots - s.free_slots;
+    total_ += host.slots - hosts_[it->second].slots;
+    hosts_[it->second].slots = host.slots;
+    hosts_[it->second].gpus = host.gpus;
+    s.free_slots = host.slots - busy;
+    s.drained = false;
+    s.failures = 0;
+    if (!s.out()) by_free_.emplace(s.free_slots, it->second);
+    return true;
+  }
+  const size_t h = hosts_.size();
+  hosts_.push_back(host);
+  state_.emplace_back();
+  state_[h].free_slots = host.slots;
+  state_[h].free_gpus.resize(static_cast<size_t>(host.gpus));
+  std::iota(state_[h].free_gpus.begin(), state_[h].free_gpus.end(), 0);
+  index_[host.name] = h;
+  by_free_.emplace(host.slots, h);
+  total_ += host.slots;
+  return true;
+}
+
+bool ResourcePool::drain(const std::string& host) {
+  auto it = index_.find(host);
+  if (it == index_.end()) return false;
+  State& s = state_[it->second];
+  if (!s.out()) by_free_.erase({s.free_slots, it->second});
+  s.drained = true;
+  return true;
+}
+
+bool ResourcePool::drained(const std::string& host) const {
+  auto it = index_.find(host);
+  return it != index_.end() && state_[it->second].drained;
 }
 
 std::vector<std::string> ResourcePool::excluded() const {

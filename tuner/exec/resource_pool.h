@@ -52,10 +52,26 @@ class ResourcePool {
   // Host health: a lost attempt counts against each host it ran on; a
   // successful one clears the count. After `limit` failures in a row a host
   // is excluded: it takes no new placement.
-  void record_loss(const std::string& host);
+  // Returns true when this loss took the host out.
+  bool record_loss(const std::string& host);
   void record_success(const std::string& host);
   void set_failure_limit(int limit) { failure_limit_ = limit; }
   std::vector<std::string> excluded() const;
+  // An excluded host found healthy again (a host check passed): it takes
+  // placements again, its failure count cleared. False if it was not excluded.
+  bool readmit(const std::string& host);
+
+  // Hosts joining or leaving a running sweep (`tune hosts EXP add|drain`).
+  // add_host: a new host, or a drained one back with its new counts; false
+  // when the name is taken by a host that is not drained. drain: the host
+  // takes no new placement; what runs there finishes. False if unknown.
+  bool add_host(const Host& host);
+  bool drain(const std::string& host);
+  // A host under suspicion (a check is finding out whether it is at fault):
+  // no new placement meanwhile, but it still counts for could_ever_fit.
+  void suspend(const std::string& host, bool suspended);
+  bool drained(const std::string& host) const;
+  bool knows(const std::string& host) const { return index_.count(host) > 0; }
 
   int used() const { return used_; }
   int total() const { return total_; }
@@ -70,6 +86,12 @@ class ResourcePool {
     std::vector<int> free_gpus;  // ids
     int failures = 0;
     bool excluded = false;
+    bool drained = false;
+    bool suspended = false;
+    // Gone for good (until readmitted or added again): excluded or drained.
+    bool gone() const { return excluded || drained; }
+    // Takes no placement now.
+    bool out() const { return gone() || suspended; }
   };
   // Ranks that fit on host h for `request`.
   int capacity(size_t h, const PlacementRequest& request) const;

@@ -16,9 +16,10 @@
 #include <sstream>
 #include <thread>
 
+#include "base/error.h"
 #include "tuner/exec/checkpoint_transfer.h"
+#include "tuner/exec/host_check.h"
 #include "tuner/exec/command_trainable.h"
-#include "tuner/exec/group_executor.h"
 #include "tuner/exec/protocol.h"
 #include "tuner/exec/session_base.h"
 #include "tuner/exec/transport.h"
@@ -77,8 +78,7 @@ Ranks mpi_ranks() {
 
 // Where a streaming trial keeps its files on this host.
 std::string scratch_dir(const TrialStart& start) {
-  const char* base = std::getenv("TUNE_SCRATCH");
-  const fs::path root = base && *base ? fs::path(base) : fs::temp_directory_path() / "tune-scratch";
+  const fs::path root = scratch_root();
   return (root / start.experiment / trial_name(start.trial_index)).string();
 }
 
@@ -122,7 +122,7 @@ class WorkerSession : public SessionBase {
     if (ranks_.rank != 0) return true;
     const bool stream = start_.stream_checkpoints && !checkpoint_dir.empty();
     // The driver gone, or not speaking the protocol: nothing to report to.
-    if (!send_result(metrics, checkpoint_dir, stream)) std::_Exit(70);
+    if (!send_result(metrics, checkpoint_dir, stream)) std::_Exit(kExitLostDriver);
     sent_streamed_ = stream ? checkpoint_dir : "";
     return true;
   }
@@ -133,7 +133,7 @@ class WorkerSession : public SessionBase {
     if (ranks_.rank == 0) {
       auto frame = receive_message(fd_);
       auto reply = frame ? decode_down(*frame) : std::nullopt;
-      if (!reply || !std::holds_alternative<VerdictMessage>(*reply)) std::_Exit(70);
+      if (!reply || !std::holds_alternative<VerdictMessage>(*reply)) std::_Exit(kExitLostDriver);
       const Verdict answer = std::get<VerdictMessage>(*reply).verdict;
       verdict = answer == Verdict::kStop ? "s" : answer == Verdict::kRunAhead ? "a" : "c";
       log_ack(start_, iteration, answer);
@@ -239,7 +239,7 @@ class DriverWatch {
       if (!gone && ::poll(&p, 1, 100) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR))) gone = true;
       if (gone && in_trial_) {
         std::cerr << "tune worker: the driver is gone; ending the group\n";
-        std::_Exit(73);
+        std::_Exit(kExitDriverGone);
       }
       if (gone) std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
@@ -267,25 +267,86 @@ void publish_node_address(int fd) {
   ::setenv(kNodeAddressEnv, text, 1);
 }
 
+// How long a host's connection to the driver may show no life
+// (failure.host_timeout_s, passed by the driver); 0 on one machine.
+double host_timeout() {
+  const char* value = std::getenv(kHostTimeoutEnv);
+  return value ? std::atof(value) : 0;
+}
+
+// The lowest rank of a host other than rank 0's, in a group that spans hosts:
+// a connection of its own to the driver, which says nothing. If this host
+// dies or becomes unreachable, the driver sees it break (and blames this
+// host); if the driver goes away or gives the group up, this rank sees it
+// break and ends, so that the group's processes here end too.
+class HostWatch {
+ public:
+  HostWatch(const Ranks& ranks, const Secret& secret) {
+    const char* endpoint = std::getenv(kEndpointEnv);
+    if (ranks.rank == 0 || !ranks.leader || ranks.hosts < 2 || !endpoint || std::string(endpoint).rfind("tcp:", 0) != 0)
+      return;
+    try {
+      fd_ = connect_driver(endpoint, secret);
+      set_liveness(fd_, host_timeout());
+      const char* group = std::getenv(kGroupEnv);
+      if (!send_message(fd_, encode(UpMessage{WatchMessage{std::atoi(group ? group : "0"), ranks.rank}})))
+        throw Error("the driver closed the connection");
+    } catch (const std::exception& e) {
+      std::cerr << "tune worker rank " << ranks.rank << ": cannot watch the driver: " << e.what() << "\n";
+      std::_Exit(kExitNoDriver);
+    }
+    thread_ = std::thread([this] {
+      while (!done_) {
+        pollfd p{fd_, POLLRDHUP, 0};
+        if (::poll(&p, 1, 100) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) && !done_) {
+          std::cerr << "tune worker: the driver gave this group up or is gone; ending it\n";
+          std::_Exit(kExitDriverGone);
+        }
+      }
+    });
+  }
+  ~HostWatch() { stop(); }
+  // Before MPI_Finalize: the group ends normally.
+  void stop() {
+    done_ = true;
+    if (thread_.joinable()) thread_.join();
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  int fd_ = -1;
+  std::atomic<bool> done_{false};
+  std::thread thread_;
+};
+
 void run_worker() {
   int provided = 0, argc = 0;
   char** argv = nullptr;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
   const Ranks ranks = mpi_ranks();
 
+  Secret secret;
+  try {
+    secret = secret_from_environment();
+  } catch (const std::exception& e) {
+    std::cerr << "tune worker rank " << ranks.rank << ": " << e.what() << "\n";
+    MPI_Abort(MPI_COMM_WORLD, kExitNoDriver);
+  }
   int fd = -1;
   if (ranks.rank == 0) {
     try {
-      const char* token = std::getenv(kTokenEnv);
-      fd = connect_driver(std::getenv(kEndpointEnv), token ? token : "");
+      fd = connect_driver(std::getenv(kEndpointEnv), secret);
+      set_liveness(fd, host_timeout());
       publish_node_address(fd);
     } catch (const std::exception& e) {
       std::cerr << "tune worker: " << e.what() << "\n";
-      MPI_Abort(MPI_COMM_WORLD, 71);
+      MPI_Abort(MPI_COMM_WORLD, kExitNoDriver);
     }
     const char* group = std::getenv(kGroupEnv);
     send_message(fd, encode(UpMessage{HelloMessage{std::atoi(group ? group : "0"), static_cast<int>(getpid()), ranks.size}}));
   }
+  HostWatch host_watch(ranks, secret);
 
   DriverWatch watch(fd);
   while (true) {
@@ -334,16 +395,22 @@ void run_worker() {
             "tune worker rank " + std::to_string(ranks.rank) + ": " + std::get<ErrorMessage>(outcome).message + "\n";
         std::cerr << line << std::flush;
       }
-      MPI_Abort(MPI_COMM_WORLD, 72);
+      MPI_Abort(MPI_COMM_WORLD, kExitFatalTrial);
     }
     if (start.stream_checkpoints) {
       MPI_Barrier(MPI_COMM_WORLD);  // every rank is done with the trial's files
       std::error_code ec;
-      if (ranks.leader) fs::remove_all(start.trial_dir, ec);  // this host's scratch: the driver has what matters
+      if (ranks.leader) {
+        // This host's scratch: the driver has what matters. The experiment's
+        // folder goes too once no other trial of it uses this host.
+        fs::remove_all(start.trial_dir, ec);
+        fs::remove(fs::path(start.trial_dir).parent_path(), ec);
+      }
     }
     if (ranks.rank == 0 && !send_message(fd, encode(outcome))) break;
   }
   watch.stop();  // before its descriptor closes
+  host_watch.stop();
   if (fd >= 0) ::close(fd);
   MPI_Finalize();
   std::_Exit(0);

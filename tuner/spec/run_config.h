@@ -30,6 +30,11 @@ struct RunConfig {
   // on this interface's address (a name like "eth0" or an address). Default:
   // "" (the address this machine reaches the first remote host from).
   std::string network_interface;
+  // With several hosts: the cluster key file, the same file at the same path
+  // on every host (like Slurm's munge key); the driver and its workers prove
+  // it to each other without sending it (docs/CLUSTER.md). Default: ""
+  // ($TUNE_SECRET_FILE, else ~/.config/tune/cluster.key, made on first use).
+  std::string secret_file;
   // Use the Slurm allocation this process runs in (SLURM_JOB_NODELIST) when
   // there is no hostfile. Default: true.
   bool use_slurm_allocation = true;

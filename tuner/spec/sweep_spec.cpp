@@ -82,6 +82,8 @@ void check_fields(const SweepSpec& spec) {
           "resources.placement must be pack or spread, got '" + spec.resources.placement + "'");
   require(!spec.failure.result_timeout_s || (*spec.failure.result_timeout_s > 0 && std::isfinite(*spec.failure.result_timeout_s)),
           "failure.result_timeout_s", "failure.result_timeout_s must be a positive number");
+  require(spec.failure.host_timeout_s >= 2 && spec.failure.host_timeout_s <= 3600, "failure.host_timeout_s",
+          "failure.host_timeout_s must be between 2 and 3600 seconds");
   require(spec.failure.max_host_failures >= 1, "failure.max_host_failures",
           "failure.max_host_failures must be a positive integer, got " + std::to_string(spec.failure.max_host_failures));
   require(!spec.stop.training_iteration || *spec.stop.training_iteration >= 1, "stop.training_iteration",
@@ -246,7 +248,8 @@ Json SweepSpec::to_json() const {
           {"failure",
            {{"max_failures", failure.max_failures},
             {"result_timeout_s", failure.result_timeout_s ? Json(*failure.result_timeout_s) : Json()},
-            {"max_host_failures", failure.max_host_failures}}},
+            {"max_host_failures", failure.max_host_failures},
+            {"host_timeout_s", failure.host_timeout_s}}},
           {"data", data},
           {"preprocess", preprocess},
           {"command", command}};
@@ -332,6 +335,8 @@ SweepSpec SweepSpec::from_json(const Json& json) {
     if (f.contains("result_timeout_s") && !f["result_timeout_s"].is_null())
       s.failure.result_timeout_s = f["result_timeout_s"].get<double>();
     s.failure.max_host_failures = integer_value(f, "max_host_failures", s.failure.max_host_failures);
+    if (f.contains("host_timeout_s") && f["host_timeout_s"].is_number())
+      s.failure.host_timeout_s = f["host_timeout_s"].get<double>();
     if (json.contains("data")) s.data = json["data"];
     if (json.contains("preprocess")) s.preprocess = json["preprocess"];
     if (json.contains("command")) s.command = json["command"];

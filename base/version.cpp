@@ -1,0 +1,7 @@
+#include "base/version.h"
+
+namespace tune {
+
+const char* version() { return TUNE_VERSION; }
+
+}  // namespace tune

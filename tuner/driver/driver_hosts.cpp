@@ -1,0 +1,189 @@
+// The hosts of a multi-host sweep over its life: every host is checked before
+// the first trial (a host that cannot run tune refuses the sweep); a host
+// taken out after repeated losses is checked again after a back-off and
+// rejoins when it passes; when no host can run a trial, the taken-out ones
+// are checked at once, and the sweep stops only if none comes back; at the
+// end each host's scratch for the experiment is removed.
+#include <algorithm>
+#include <chrono>
+#include <iostream>
+#include <thread>
+
+#include "base/error.h"
+#include "base/names.h"
+#include "base/options.h"
+#include "tuner/driver/driver_impl.h"
+
+namespace tune::internal {
+namespace {
+
+// What every host must have for this sweep's trials: the data file a
+// trainable reads, a command trainable's program (when given as a path) and
+// its working folder.
+std::vector<std::string> needed_paths(const SweepSpec& spec) {
+  std::vector<std::string> paths;
+  if (spec.data.is_object()) {
+    auto path = spec.data.find("path");
+    if (path != spec.data.end() && path->is_string()) paths.push_back(path->get<std::string>());
+  }
+  if (spec.command.is_object()) {
+    auto argv = spec.command.find("argv");
+    if (argv != spec.command.end() && argv->is_array() && !argv->empty() && (*argv)[0].is_string()) {
+      const std::string program = (*argv)[0].get<std::string>();
+      if (program.find('/') != std::string::npos && program.find('{') == std::string::npos) paths.push_back(program);
+    }
+    auto cwd = spec.command.find("cwd");
+    if (cwd != spec.command.end() && cwd->is_string() && !cwd->get<std::string>().empty())
+      paths.push_back(cwd->get<std::string>());
+  }
+  return paths;
+}
+
+}  // namespace
+
+void Driver::preflight() {
+  check_paths_ = needed_paths(sweep_.spec);
+  std::vector<std::string> hosts;
+  for (const Host& host : pool_.hosts()) hosts.push_back(host.name);
+  if (run_.verbose) std::cerr << "tune: checking " << hosts.size() << " hosts\n";
+  std::vector<HostCheckResult> failed;
+  // A host that fails is checked once more (a network that just came back,
+  // a loaded machine) before the sweep is refused.
+  for (int round = 0; round < 2 && !hosts.empty(); ++round) {
+    if (round > 0) std::this_thread::sleep_for(std::chrono::seconds(2));
+    for (const std::string& host : hosts) executor_->check_host({host, check_paths_, ""});
+    std::vector<HostCheckResult> results;
+    // Each check ends within the executor's own timeout; this bound is a backstop.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    while (results.size() < hosts.size() && std::chrono::steady_clock::now() < deadline) {
+      for (auto& result : executor_->take_host_checks()) results.push_back(std::move(result));
+      if (results.size() < hosts.size()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    if (results.size() < hosts.size()) throw ConfigError("some hosts did not answer a check within 120 s");
+    hosts.clear();
+    failed.clear();
+    for (auto& result : results) {
+      if (result.ok) continue;
+      hosts.push_back(result.host);
+      failed.push_back(std::move(result));
+    }
+  }
+  if (failed.empty()) return;
+  std::string more;
+  if (failed.size() > 1) {
+    std::vector<std::string> names;
+    for (size_t i = 1; i < failed.size(); ++i) names.push_back(failed[i].host);
+    more = " (" + std::to_string(names.size()) + " more hosts failed: " + join_names(names) + ")";
+  }
+  throw ConfigError(failed.front().problem + more);
+}
+
+// A lost attempt counted against `host`; if that took it out, it is checked
+// again after a back-off.
+void Driver::host_lost(const std::string& host) {
+  if (!pool_.record_loss(host)) return;
+  hosts_changed_ = true;
+  const std::vector<std::string> now = pool_.excluded();
+  store_->add_event(experiment_.id, std::nullopt, "hosts_excluded", {{"hosts", now}, {"host", host}},
+                    clock_.unix_time());
+  if (run_.verbose)
+    std::cerr << "tune: host " << host << " taken out after repeated losses; checking it again in "
+              << short_number(kFirstCheckDelay) << " s\n";
+  host_checks_[host] = HostCheckState{clock_.now() + kFirstCheckDelay, kFirstCheckDelay};
+}
+
+// One of the hosts of a lost attempt that neither the connections nor
+// mpirun's log could blame: a check tells whether it is at fault.
+void Driver::suspect(const std::string& host) {
+  if (pool_.single_host() || host_checks_.count(host) || !suspects_.insert(host).second) return;
+  pool_.suspend(host, true);
+  executor_->check_host({host, check_paths_, ""});
+}
+
+void Driver::hosts_housekeeping() {
+  const double now = clock_.now();
+  // Checks that came back.
+  for (const HostCheckResult& result : executor_->take_host_checks()) {
+    if (result.clean) continue;
+    if (suspects_.erase(result.host)) {
+      pool_.suspend(result.host, false);
+      hosts_changed_ = true;
+      if (!result.ok) {
+        store_->add_event(experiment_.id, std::nullopt, "host_check_failed",
+                          {{"host", result.host}, {"problem", result.problem}}, clock_.unix_time());
+        host_lost(result.host);
+      }
+      continue;
+    }
+    auto it = host_checks_.find(result.host);
+    if (it == host_checks_.end()) continue;
+    if (result.ok && pool_.readmit(result.host)) {
+      host_checks_.erase(it);
+      hosts_changed_ = true;
+      store_->add_event(experiment_.id, std::nullopt, "host_readmitted", {{"host", result.host}}, clock_.unix_time());
+      if (run_.verbose) std::cerr << "tune: host " << result.host << " is healthy again and takes trials\n";
+      continue;
+    }
+    it->second.delay = std::min(kMaxCheckDelay, it->second.delay * 2);
+    it->second.due = now + it->second.delay;
+    store_->add_event(experiment_.id, std::nullopt, "host_check_failed",
+                      {{"host", result.host}, {"problem", result.problem}}, clock_.unix_time());
+  }
+  // No host can run a trial: check every taken-out host now; stop only when
+  // all of them failed that check.
+  if (hosts_changed_ && !stopping_) {
+    hosts_changed_ = false;
+    const bool none = !pool_.could_ever_fit(request());
+    if (none && no_hosts_since_ < 0) {
+      no_hosts_since_ = now;
+      store_->add_event(experiment_.id, std::nullopt, "no_hosts_left", {{"excluded", pool_.excluded()}},
+                        clock_.unix_time());
+      std::cerr << "tune: no host left that can run a trial (taken out: " << join_names(pool_.excluded())
+                << "); checking them again\n";
+      for (auto& [host, state] : host_checks_) state.due = now;
+    } else if (!none) {
+      no_hosts_since_ = -1;
+    }
+  }
+  if (waiting_for_hosts()) {
+    const bool all_failed_since = std::all_of(host_checks_.begin(), host_checks_.end(), [&](const auto& entry) {
+      return entry.second.due > now && entry.second.due - entry.second.delay >= no_hosts_since_;
+    });
+    if (all_failed_since) {  // (also when no taken-out host is left to check)
+      no_hosts_left_ = true;
+      stop_and_requeue("no hosts left");
+      return;
+    }
+  }
+  // Checks that are due.
+  for (auto& [host, state] : host_checks_) {
+    if (state.due < 0 || state.due > now) continue;
+    state.due = -1;
+    executor_->check_host({host, check_paths_, ""});
+  }
+}
+
+// Streamed checkpoints leave files in each host's scratch (a lost attempt
+// cannot clean up after itself): at the end every host removes the
+// experiment's folder there. Bounded; a host that does not answer keeps it.
+void Driver::clean_scratch() {
+  if (pool_.single_host() || sweep_.spec.checkpoint.shared_filesystem || !executor_ || !executor_->checks_hosts())
+    return;
+  size_t asked = 0;
+  for (const Host& host : pool_.hosts()) {
+    executor_->check_host({host.name, {}, sweep_.spec.name});
+    asked += 1;
+  }
+  size_t answered = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+  while (answered < asked && std::chrono::steady_clock::now() < deadline) {
+    for (const auto& result : executor_->take_host_checks()) {
+      if (!result.clean) continue;
+      answered += 1;
+      if (!result.ok && run_.verbose) std::cerr << "tune: " << result.problem << "\n";
+    }
+    if (answered < asked) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+}  // namespace tune::internal
