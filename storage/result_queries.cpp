@@ -27,6 +27,9 @@ constexpr const char* kExperimentResultsScan =
     " ORDER BY r.id";
 constexpr const char* kExperimentEvents =
     "SELECT id, trial_id, time, kind, detail_json FROM events WHERE experiment_id = ? ORDER BY id";
+constexpr const char* kEventsAfter =
+    "SELECT id, trial_id, time, kind, detail_json FROM events WHERE experiment_id = ? AND kind = ? AND id > ? "
+    "ORDER BY id";
 
 // Rows whose text the scanner refuses (escaped keys) take the slow path.
 void parse_numbers(const char* text, size_t size, const std::vector<std::string>& keys, double* out) {
@@ -41,9 +44,8 @@ void parse_numbers(const char* text, size_t size, const std::vector<std::string>
 
 }  // namespace
 
-std::vector<EventRecord> read_events(SQLite::Database& db, int64_t experiment_id) {
-  SQLite::Statement s(db, kExperimentEvents);
-  s.bind(1, experiment_id);
+namespace {
+std::vector<EventRecord> event_rows(SQLite::Statement& s) {
   std::vector<EventRecord> out;
   while (s.executeStep()) {
     EventRecord e;
@@ -55,6 +57,22 @@ std::vector<EventRecord> read_events(SQLite::Database& db, int64_t experiment_id
     out.push_back(std::move(e));
   }
   return out;
+}
+}  // namespace
+
+std::vector<EventRecord> read_events(SQLite::Database& db, int64_t experiment_id) {
+  SQLite::Statement s(db, kExperimentEvents);
+  s.bind(1, experiment_id);
+  return event_rows(s);
+}
+
+std::vector<EventRecord> read_events_after(SQLite::Database& db, int64_t experiment_id, const std::string& kind,
+                                           int64_t after_id) {
+  SQLite::Statement s(db, kEventsAfter);
+  s.bind(1, experiment_id);
+  s.bind(2, kind);
+  s.bind(3, after_id);
+  return event_rows(s);
 }
 
 // Rows arrive in storage order (one sequential pass over the table); a

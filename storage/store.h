@@ -205,6 +205,9 @@ class Store {
   // --- whole-experiment reads (reports, exports); each is one statement.
   // Every event of an experiment, in order.
   virtual std::vector<EventRecord> events(int64_t experiment_id) = 0;
+  // Its events of one `kind` after the event `after_id`, in order (what a
+  // driver polls for: `tune hosts EXP add|drain` requests).
+  virtual std::vector<EventRecord> events_after(int64_t experiment_id, const std::string& kind, int64_t after_id) = 0;
   // `keys` of every result of an experiment's trials, ordered by trial row id,
   // then as reported. Reads the metrics text without parsing whole objects:
   // 10^6 results in well under a second.

@@ -13,6 +13,7 @@
 
 #include <boost/program_options.hpp>
 
+#include "tuner/cli/hosts_command.h"
 #include "tuner/cli/queries.h"
 #include "tuner/exec/command_trainable.h"
 #include "tuner/driver/driver.h"
@@ -51,6 +52,8 @@ commands:
   status EXP        an experiment's state and best result so far
   report EXP...     write an interactive HTML report (--output report.html)
   results EXP       every result row (--csv or --json)
+  hosts EXP         the hosts of a multi-host experiment; `hosts EXP add|drain HOST`
+                    while it runs (docs/CLUSTER.md)
   trainables        list registered trainables
   predict EXP       batch prediction with the best trial's checkpoint
                     (--input, --output preds.csv, --workers N; docs/TRAINER.md)
@@ -307,7 +310,7 @@ int predict(const std::vector<std::string>& args) {
 // process started with this path replace this process with tune-full, found
 // beside this one (the build tree) or at TUNE_FULL_RELATIVE (installed).
 bool answered_here(const std::string& command) {
-  for (const char* light : {"--help", "-h", "help", "experiments", "trials", "best", "status", "report", "results"})
+  for (const char* light : {"--help", "-h", "help", "experiments", "trials", "best", "status", "report", "results", "hosts"})
     if (command == light) return true;
   return false;
 }
@@ -368,6 +371,7 @@ int main(int argc, char** argv) {
     }
     if (command == "report") return tune::cli::report_command(args);
     if (command == "results") return tune::cli::results_command(args);
+    if (command == "hosts") return tune::cli::hosts_command(args);
     if (command == "submit") return tune::cli::submit_command(args);
 #ifdef TUNE_WITH_TORCH
     if (command == "predict") return predict(args);

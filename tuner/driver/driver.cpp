@@ -73,9 +73,14 @@ void Driver::open() {
     create_experiment();
   }
   const Resources& r = spec.resources;
-  store_->add_event(experiment_.id, std::nullopt, "started",
-                    {{"slots", sweep_.slots}, {"trial_slots", r.workers * r.cpus_per_worker}, {"executor", kind}},
-                    clock_.unix_time());
+  Json started = {{"slots", sweep_.slots}, {"trial_slots", r.workers * r.cpus_per_worker}, {"executor", kind}};
+  if (!pool_.single_host()) {
+    Json hosts = Json::array();
+    for (const Host& host : pool_.hosts()) hosts.push_back({{"name", host.name}, {"slots", host.slots}, {"gpus", host.gpus}});
+    started["hosts"] = std::move(hosts);
+  }
+  started_unix_ = clock_.unix_time();
+  store_->add_event(experiment_.id, std::nullopt, "started", started, started_unix_);
   if (!run_.report_path.empty()) {
     report_ = std::make_unique<LiveReport>(run_.storage_path, spec.name, run_.report_path,
                                            run_.report_interval_s, run_.verbose);

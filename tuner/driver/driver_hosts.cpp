@@ -86,10 +86,11 @@ void Driver::host_lost(const std::string& host) {
   const std::vector<std::string> now = pool_.excluded();
   store_->add_event(experiment_.id, std::nullopt, "hosts_excluded", {{"hosts", now}, {"host", host}},
                     clock_.unix_time());
+  const double delay = sweep_.spec.failure.host_check_interval_s;
   if (run_.verbose)
     std::cerr << "tune: host " << host << " taken out after repeated losses; checking it again in "
-              << short_number(kFirstCheckDelay) << " s\n";
-  host_checks_[host] = HostCheckState{clock_.now() + kFirstCheckDelay, kFirstCheckDelay};
+              << short_number(delay) << " s\n";
+  host_checks_[host] = HostCheckState{clock_.now() + delay, delay};
 }
 
 // One of the hosts of a lost attempt that neither the connections nor
@@ -100,11 +101,75 @@ void Driver::suspect(const std::string& host) {
   executor_->check_host({host, check_paths_, ""});
 }
 
+// `tune hosts EXP add|drain HOST`, read from the store once a second. A host
+// joins after it passes a check; a drained host takes no new placement.
+void Driver::host_requests() {
+  const double now = clock_.now();
+  if (now - last_request_poll_ < 1.0) return;
+  last_request_poll_ = now;
+  for (const EventRecord& request : store_->events_after(experiment_.id, "host_request", last_request_)) {
+    last_request_ = request.id;
+    if (request.time < started_unix_ || !request.detail.is_object()) continue;  // before this driver
+    const Json& d = request.detail;
+    const std::string action = d.contains("action") && d["action"].is_string() ? d["action"].get<std::string>() : "";
+    const std::string host = d.contains("host") && d["host"].is_string() ? d["host"].get<std::string>() : "";
+    auto refuse = [&](const std::string& problem) {
+      store_->add_event(experiment_.id, std::nullopt, "host_request_failed",
+                        {{"host", host}, {"action", action}, {"problem", problem}}, clock_.unix_time());
+    };
+    if (action == "drain") {
+      if (!pool_.drain(host)) {
+        refuse("host " + host + " is not one of " + sweep_.spec.name + "'s");
+        continue;
+      }
+      hosts_changed_ = true;
+      store_->add_event(experiment_.id, std::nullopt, "host_drained", {{"host", host}}, clock_.unix_time());
+      if (run_.verbose) std::cerr << "tune: host " << host << " drains: it takes no new trial\n";
+    } else if (action == "add") {
+      Host joining{host, 1, 0, is_local_host(host)};
+      try {
+        joining.slots = json_integer<int>(d.value("slots", Json(1)));
+        joining.gpus = json_integer<int>(d.value("gpus", Json(0)));
+      } catch (const Error&) {
+        refuse("bad slots or gpus for host " + host);
+        continue;
+      }
+      if (pool_.knows(host) && !pool_.drained(host)) {
+        refuse("host " + host + " is already one of " + sweep_.spec.name + "'s");
+      } else if (joining.slots < 1 || joining.gpus < 0) {
+        refuse("host " + host + " needs at least one slot");
+      } else {
+        joining_[host] = joining;
+        executor_->check_host({host, check_paths_, ""});
+      }
+    } else {
+      refuse("unknown host request '" + action + "'");
+    }
+  }
+}
+
 void Driver::hosts_housekeeping() {
   const double now = clock_.now();
+  host_requests();
   // Checks that came back.
   for (const HostCheckResult& result : executor_->take_host_checks()) {
     if (result.clean) continue;
+    if (auto joining = joining_.find(result.host); joining != joining_.end()) {
+      if (result.ok && pool_.add_host(joining->second)) {
+        hosts_changed_ = true;
+        const Host& h = joining->second;
+        store_->add_event(experiment_.id, std::nullopt, "host_added",
+                          {{"host", h.name}, {"slots", h.slots}, {"gpus", h.gpus}}, clock_.unix_time());
+        if (run_.verbose) std::cerr << "tune: host " << h.name << " joined with " << h.slots << " slots\n";
+      } else {
+        store_->add_event(experiment_.id, std::nullopt, "host_request_failed",
+                          {{"host", result.host}, {"action", "add"},
+                           {"problem", result.ok ? "host " + result.host + " is already in the sweep" : result.problem}},
+                          clock_.unix_time());
+      }
+      joining_.erase(joining);
+      continue;
+    }
     if (suspects_.erase(result.host)) {
       pool_.suspend(result.host, false);
       hosts_changed_ = true;
@@ -124,7 +189,8 @@ void Driver::hosts_housekeeping() {
       if (run_.verbose) std::cerr << "tune: host " << result.host << " is healthy again and takes trials\n";
       continue;
     }
-    it->second.delay = std::min(kMaxCheckDelay, it->second.delay * 2);
+    const double longest = std::max(300.0, sweep_.spec.failure.host_check_interval_s);
+    it->second.delay = std::min(longest, it->second.delay * 2);
     it->second.due = now + it->second.delay;
     store_->add_event(experiment_.id, std::nullopt, "host_check_failed",
                       {{"host", result.host}, {"problem", result.problem}}, clock_.unix_time());

@@ -111,7 +111,8 @@ class Driver {
   void pause(TrialState& trial);
   void exploit(TrialState& trial, const TrialDecision& decision);
   void requeue(TrialState& trial);
-  void fail(TrialState& trial, const std::string& message, bool host_lost = false);
+  void fail(TrialState& trial, const std::string& message, bool host_lost = false,
+            const std::vector<std::string>& lost_hosts = {});
   static constexpr int kMaxHostLossesPerTrial = 10;
   void attempt_ended(const TrialEvent& event);
 
@@ -122,17 +123,19 @@ class Driver {
   void hosts_housekeeping();
   bool waiting_for_hosts() const { return no_hosts_since_ >= 0 && !stopping_; }
   void clean_scratch();
-  static constexpr double kFirstCheckDelay = 30;   // s after a host is taken out
-  static constexpr double kMaxCheckDelay = 300;    // s between checks, at most
+  void host_requests();
   struct HostCheckState {
-    double due = 0;         // clock_.now() of the next check; <0: in flight
-    double delay = kFirstCheckDelay;
+    double due = 0;    // clock_.now() of the next check; <0: in flight
+    double delay = 0;  // since the last one; doubles after each failure
   };
   std::map<std::string, HostCheckState> host_checks_;  // excluded hosts waiting to be checked
   std::set<std::string> suspects_;  // hosts of a lost attempt that no one could blame: being checked
   double no_hosts_since_ = -1;  // no host can run a trial: checking the excluded ones once more
   bool no_hosts_left_ = false;  // ... and none came back: the sweep stops (NoHostsLeft)
   std::vector<std::string> check_paths_;  // what a host must have (data files, the command's program)
+  std::map<std::string, Host> joining_;   // `tune hosts EXP add`: being checked before they join
+  int64_t last_request_ = 0;              // the last host_request event read
+  double last_request_poll_ = 0, started_unix_ = 0;
 
   PreparedSweep sweep_;
   RunConfig run_;

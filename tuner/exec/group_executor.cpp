@@ -699,6 +699,7 @@ ExecutorKind group_executor_kind() {
     options.stream_checkpoints = !c.single_host && !c.spec.checkpoint.shared_filesystem;
     options.key_file = c.key_file;
     options.host_timeout_s = c.spec.failure.host_timeout_s;
+    options.check_timeout_s = std::max(10.0, 3 * c.spec.failure.host_timeout_s);
     return std::make_unique<GroupExecutor>(c.events, options);
   };
   return kind;

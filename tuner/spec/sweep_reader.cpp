@@ -22,7 +22,8 @@ const std::vector<std::string> kTopKeys = {
 const std::vector<std::string> kResourceKeys = {"workers", "cpus_per_worker", "use_mpi", "gpus_per_worker",
                                                "placement"};
 const std::vector<std::string> kCheckpointKeys = {"num_to_keep", "score_attribute", "score_order", "shared_filesystem"};
-const std::vector<std::string> kFailureKeys = {"max_failures", "result_timeout_s", "max_host_failures", "host_timeout_s"};
+const std::vector<std::string> kFailureKeys = {"max_failures", "result_timeout_s", "max_host_failures", "host_timeout_s",
+                                                "host_check_interval_s"};
 constexpr int64_t kMaxInt = std::numeric_limits<int>::max();
 
 std::string join_path(const std::string& prefix, const std::string& key) {
@@ -215,6 +216,7 @@ class Reader {
       spec.failure.max_host_failures =
           static_cast<int>(failure.integer_in("max_host_failures", 2, 1, kMaxInt, "a positive integer"));
       spec.failure.host_timeout_s = failure.number_in("host_timeout_s", 10, 2, 3600);
+      spec.failure.host_check_interval_s = failure.number_in("host_check_interval_s", 30, 1, 86400);
     } else if (key == "data") {
       if (!value.is_object())
         throw ConfigError::at(key, "data must be a mapping (path, label, ...), got " + describe_kind(value));

@@ -84,6 +84,8 @@ void check_fields(const SweepSpec& spec) {
           "failure.result_timeout_s", "failure.result_timeout_s must be a positive number");
   require(spec.failure.host_timeout_s >= 2 && spec.failure.host_timeout_s <= 3600, "failure.host_timeout_s",
           "failure.host_timeout_s must be between 2 and 3600 seconds");
+  require(spec.failure.host_check_interval_s >= 1 && spec.failure.host_check_interval_s <= 86400,
+          "failure.host_check_interval_s", "failure.host_check_interval_s must be between 1 and 86400 seconds");
   require(spec.failure.max_host_failures >= 1, "failure.max_host_failures",
           "failure.max_host_failures must be a positive integer, got " + std::to_string(spec.failure.max_host_failures));
   require(!spec.stop.training_iteration || *spec.stop.training_iteration >= 1, "stop.training_iteration",
@@ -249,7 +251,8 @@ Json SweepSpec::to_json() const {
            {{"max_failures", failure.max_failures},
             {"result_timeout_s", failure.result_timeout_s ? Json(*failure.result_timeout_s) : Json()},
             {"max_host_failures", failure.max_host_failures},
-            {"host_timeout_s", failure.host_timeout_s}}},
+            {"host_timeout_s", failure.host_timeout_s},
+            {"host_check_interval_s", failure.host_check_interval_s}}},
           {"data", data},
           {"preprocess", preprocess},
           {"command", command}};
@@ -337,6 +340,8 @@ SweepSpec SweepSpec::from_json(const Json& json) {
     s.failure.max_host_failures = integer_value(f, "max_host_failures", s.failure.max_host_failures);
     if (f.contains("host_timeout_s") && f["host_timeout_s"].is_number())
       s.failure.host_timeout_s = f["host_timeout_s"].get<double>();
+    if (f.contains("host_check_interval_s") && f["host_check_interval_s"].is_number())
+      s.failure.host_check_interval_s = f["host_check_interval_s"].get<double>();
     if (json.contains("data")) s.data = json["data"];
     if (json.contains("preprocess")) s.preprocess = json["preprocess"];
     if (json.contains("command")) s.command = json["command"];

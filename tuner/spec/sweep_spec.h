@@ -77,13 +77,16 @@ struct FailureOptions {
   std::optional<double> result_timeout_s;
   // A host whose trials are lost (processes killed, host unreachable) this
   // many times in a row takes no more trials until a check finds it healthy
-  // again (after 30 s, then twice as long each time, at most 5 min).
-  // Default: 2.
+  // again (host_check_interval_s). Default: 2.
   int max_host_failures = 2;
   // Several hosts: a host whose connections to the driver show no sign of
   // life for this long is unreachable; its groups are abandoned and their
   // attempts lost. Default: 10.
   double host_timeout_s = 10;
+  // A host taken out is checked again after this long, then twice as long
+  // after each failed check (at most 5 min, or this if longer); it takes
+  // trials again once a check passes. Default: 30.
+  double host_check_interval_s = 30;
 };
 
 struct SweepSpec {
