@@ -4,11 +4,16 @@
     cluster_test.py CASE      (ctest runs one case per test; the fixture has
                                brought `local-cluster.sh up 2` first)
 
-Hosts: 10.77.0.11 and 10.77.0.12, each with its own network, hostname and
-private /tmp, so a checkpoint one writes reaches the driver (or the other
-host) only through tune. Every case is bounded in time; a failed check exits
-non-zero with the reason.
+Hosts: 10.77.0.11, 10.77.0.12 and 10.77.0.13, each with its own network,
+hostname and private /tmp, so a checkpoint one writes reaches the driver (or
+another host) only through tune. Every case is bounded in time; a failed
+check exits non-zero with the reason. The fault cases (docs/CLUSTER.md, "When
+hosts fail") kill a host's processes, take its link down and up, and open
+hostile connections to the driver.
 """
+import hashlib
+import hmac
+import threading
 import json
 import os
 import re
@@ -24,7 +29,8 @@ TUNE = os.environ["TUNE_BINARY"]
 SOURCE = os.environ["TUNE_SOURCE_DIR"]
 DDP_CHECK = os.environ.get("DDP_CHECK_BINARY", "")
 CLUSTER = os.path.join(SOURCE, "scripts", "local-cluster.sh")
-HOST1, HOST2 = "10.77.0.11", "10.77.0.12"
+HOST1, HOST2, HOST3 = "10.77.0.11", "10.77.0.12", "10.77.0.13"
+NAMESPACE = {HOST1: "tunehost1", HOST2: "tunehost2", HOST3: "tunehost3"}
 ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
            OMPI_MCA_plm_rsh_agent=os.path.join(SOURCE, "scripts", "local-cluster-agent.sh"))
 
@@ -83,8 +89,7 @@ def events(storage, kind=None):
 
 
 def cluster_pids(host):
-    name = {HOST1: "tunehost1", HOST2: "tunehost2"}[host]
-    r = subprocess.run(["ip", "netns", "pids", name], capture_output=True, text=True)
+    r = subprocess.run(["ip", "netns", "pids", NAMESPACE[host]], capture_output=True, text=True)
     return [int(p) for p in r.stdout.split()]
 
 
@@ -92,10 +97,46 @@ def wait_until_clean(seconds=20):
     """Nothing of an earlier case may still run on the hosts."""
     deadline = time.time() + seconds
     while time.time() < deadline:
-        if not cluster_pids(HOST1) and not cluster_pids(HOST2):
+        if not any(cluster_pids(h) for h in NAMESPACE):
             return
         time.sleep(0.2)
-    fail("processes left on the test hosts: %s" % (cluster_pids(HOST1) + cluster_pids(HOST2)))
+    fail("processes left on the test hosts: %s" % {h: cluster_pids(h) for h in NAMESPACE})
+
+
+def kill_host(host):
+    """Every process of a host, as if it crashed."""
+    for pid in cluster_pids(host):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def link(host, state):
+    subprocess.run(["ip", "-n", NAMESPACE[host], "link", "set", "eth0", state], check=True)
+
+
+def scratch_left(host, experiment):
+    """The experiment's scratch folder on a host, if any is left."""
+    r = subprocess.run([CLUSTER, "exec", NAMESPACE[host], "sh", "-c",
+                        f"ls -A /tmp/tune-scratch/{experiment} 2>/dev/null && echo LEFT"],
+                       capture_output=True, text=True)
+    return "LEFT" in r.stdout
+
+
+def start(args, **kwargs):
+    """A sweep in the background, its output collected."""
+    return subprocess.Popen(args, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kwargs)
+
+
+def finish(proc, seconds):
+    try:
+        out, _ = proc.communicate(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, _ = proc.communicate()
+        fail(f"the sweep did not end within {seconds} s:\n{out[-3000:]}")
+    return proc.returncode, out
 
 
 MLP_SWEEP = """
@@ -425,6 +466,350 @@ def case_gpus():
     check(r.returncode == 2 and "gpus_per_worker" in r.stderr and "big.yaml:" in r.stderr,
           f"a sweep needing 6 GPUs of 4 should fail with the file's line: {r.returncode} {r.stderr}")
     check(not os.path.exists(work.join("big")), "a refused sweep should create nothing")
+
+
+FAULT_SWEEP = """
+name: {name}
+trainable: synthetic
+metric: loss
+mode: min
+num_samples: {samples}
+resources: {{workers: {workers}, placement: {placement}}}
+failure: {{max_failures: 1, host_timeout_s: {host_timeout}, max_host_failures: {max_host_failures},
+          host_check_interval_s: {check_interval}}}
+param_space:
+  x: {{uniform: [0.1, 3.0]}}
+  iterations: {iterations}
+  checkpoint: true
+  sleep_s: {sleep}
+"""
+
+
+def fault_sweep(work, name, samples=4, workers=2, placement="spread", iterations=30, sleep=0.2, host_timeout=4,
+                max_host_failures=2, check_interval=30):
+    return work.file(name + ".yaml", FAULT_SWEEP.format(
+        name=name, samples=samples, workers=workers, placement=placement, iterations=iterations, sleep=sleep,
+        host_timeout=host_timeout, max_host_failures=max_host_failures, check_interval=check_interval))
+
+
+def check_finished_whole(storage, experiment, samples, iterations):
+    t = trials(storage, experiment)
+    check(len(t) == samples and all(v["status"] == "TERMINATED" and v["iteration"] == iterations for v in t.values()),
+          "every trial should finish: " + str({k: (v["status"], v["iteration"], v["error"]) for k, v in t.items()}))
+    for name, v in t.items():  # state = x * iterations: restored checkpoints went on from where they were
+        x = v["config"]["x"]
+        check(abs(v["last_result"]["state"] - iterations * x) < 1e-6 * iterations * x, f"{name}: restored state is wrong")
+    return t
+
+
+def host_table(storage, experiment):
+    out = run([TUNE, "hosts", experiment, "--storage", storage, "--json"]).stdout
+    return {h["host"]: h for h in json.loads(out)}
+
+
+def case_tune_missing():
+    """tune, a trial's program or its data where the hosts cannot see them: refused before anything runs."""
+    wait_until_clean()
+    work = Workdir("missing")
+    hosts = hostfile(work, (HOST1, 2), (HOST2, 2))
+    # A copy of tune in the driver's /tmp: every test host has a /tmp of its own.
+    copy = tempfile.mkdtemp(prefix="tune-copy-", dir="/tmp")
+    try:
+        for program in ("tune", "tune-full"):
+            shutil.copy2(os.path.join(os.path.dirname(TUNE), program), copy)
+        sweep = work.file("s.yaml", SLEEPY_SWEEP.format(name="missing", samples=2, workers=2, iterations=3, sleep=0.1))
+        storage = work.join("store")
+        started = time.time()
+        r = run([os.path.join(copy, "tune"), "run", sweep, "--storage", storage, "--hostfile", hosts], ok=False, timeout=120)
+        lines = r.stderr.strip().splitlines()
+        check(r.returncode == 2, f"tune missing on the hosts: exit {r.returncode}, not 2:\n{r.stdout[-2000:]}\n{r.stderr}")
+        check(re.search(r"host 10\.77\.0\.1[12] cannot run " + re.escape(copy) + r"/tune-full \(not found there\)",
+                        lines[-1]), f"the error should name the host and the program: {lines}")
+        check(len([l for l in lines if l.startswith("tune: host")]) == 1, f"one line: {lines}")
+        check(not os.path.exists(storage), "a refused sweep must create nothing")
+        print(f"ok: refused in {time.time() - started:.1f} s: {lines[-1]}")
+    finally:
+        shutil.rmtree(copy)
+    # A command trainable's program and an xgboost trainable's data in the driver's /tmp.
+    private = tempfile.mkdtemp(prefix="tune-private-", dir="/tmp")
+    try:
+        program = os.path.join(private, "train.sh")
+        with open(program, "w") as f:
+            f.write("#!/bin/sh\necho '@tune {\"loss\": 1}'\n")
+        os.chmod(program, 0o755)
+        sweep = work.file("cmd.yaml", f"name: cmd\ntrainable: {{command: [{program}]}}\nmetric: loss\nmode: min\n"
+                                      f"num_samples: 1\nresources: {{workers: 2}}\nparam_space: {{x: 1}}\n")
+        r = run([TUNE, "run", sweep, "--storage", work.join("cmd"), "--hostfile", hosts], ok=False, timeout=120)
+        check(r.returncode == 2 and "cannot read " + program in r.stderr and "same path on every host" in r.stderr,
+              f"a program only the driver has: {r.returncode} {r.stderr}")
+        check(not os.path.exists(work.join("cmd")), "a refused sweep must create nothing")
+        data = os.path.join(private, "churn.csv")
+        shutil.copy2(os.path.join(SOURCE, "examples", "tabular", "churn.csv"), data)
+        text = open(os.path.join(SOURCE, "examples", "tabular", "churn_xgboost.yaml")).read()
+        text = text.replace("path: churn.csv", "path: " + data).replace("num_samples: 16", "num_samples: 1")
+        r = run([TUNE, "run", work.file("churn.yaml", text), "--storage", work.join("churn"), "--hostfile", hosts],
+                ok=False, timeout=120)
+        check(r.returncode == 2 and "cannot read " + data in r.stderr, f"data only the driver has: {r.returncode} {r.stderr}")
+        check(not os.path.exists(work.join("churn")), "a refused sweep must create nothing")
+        print(f"ok: {r.stderr.strip()}")
+    finally:
+        shutil.rmtree(private)
+
+
+def case_refused_leaves_nothing():
+    """A run refused for its network leaves no stub: the corrected command runs."""
+    wait_until_clean()
+    work = Workdir("refused")
+    storage = work.join("store")
+    sweep = work.file("s.yaml", SLEEPY_SWEEP.format(name="again", samples=2, workers=1, iterations=3, sleep=0.05))
+    hosts = hostfile(work, (HOST1, 1), (HOST2, 1))
+    r = run([TUNE, "run", sweep, "--storage", storage, "--hostfile", hosts, "--network-interface", "tune-no-such-if"],
+            ok=False)
+    check(r.returncode == 2 and "tune-no-such-if" in r.stderr, f"a bad interface: {r.returncode} {r.stderr}")
+    check(not os.path.exists(storage), "the refused run created " + storage)
+    run([TUNE, "run", sweep, "--storage", storage, "--hostfile", hosts, "-q"])
+    check(len(trials(storage, "again")) == 2, "the corrected run should run")
+    print("ok: a refused run left nothing; the corrected one ran")
+
+
+def case_blame():
+    """kill -9 of one host's processes under spread groups: only that host is blamed, the others run on."""
+    wait_until_clean()
+    work = Workdir("blame")
+    storage = work.join("store")
+    sweep = fault_sweep(work, "blame", samples=6, iterations=20, sleep=0.15)
+    proc = start([TUNE, "run", sweep, "--storage", storage, "--progress-interval", "100",
+                  "--hostfile", hostfile(work, (HOST1, 2), (HOST2, 2))])
+    wait_for_results(storage, 3, 90)
+    kill_host(HOST2)
+    code, out = finish(proc, 240)
+    check(code == 0, f"the sweep failed ({code}):\n{out[-3000:]}")
+    check_finished_whole(storage, "blame", 6, 20)
+    retries = events(storage, "trial_retry")
+    check(retries, "the kill cost no attempt: the test did not test")
+    for _, _, _, d in retries:
+        check(d["host_lost"] and d["hosts"] == [HOST2], f"a lost attempt blamed {d['hosts']}, not {HOST2}: {d}")
+    hosts = host_table(storage, "blame")
+    check(hosts[HOST1]["lost"] == 0 and hosts[HOST1]["state"] == "active", f"{HOST1} did nothing wrong: {hosts}")
+    excluded = [d["host"] for _, _, _, d in events(storage, "hosts_excluded")]
+    check(HOST1 not in excluded, f"{HOST1} was taken out: {excluded}")
+    wait_until_clean(30)
+    for host in (HOST1, HOST2):
+        check(not scratch_left(host, "blame"), f"scratch of blame left on {host}")
+    print(f"ok: {len(retries)} lost attempts, all blamed on {HOST2}; {HOST1}: {hosts[HOST1]}")
+
+
+def case_link_down():
+    """A host's link down mid-sweep: its groups are given up within seconds, the others keep every slot busy."""
+    wait_until_clean()
+    work = Workdir("link")
+    storage = work.join("store")
+    sweep = fault_sweep(work, "link", samples=6, iterations=40, sleep=0.15, host_timeout=4)
+    proc = start([TUNE, "run", sweep, "--storage", storage, "--progress-interval", "100",
+                  "--hostfile", hostfile(work, (HOST1, 2), (HOST2, 2), (HOST3, 2))])
+    wait_for_results(storage, 3, 90)
+    down = time.time()
+    link(HOST2, "down")
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline and not events(storage, "trial_retry"):
+            time.sleep(0.2)
+        freed = time.time() - down
+        time.sleep(max(0.0, 20 - (time.time() - down)))
+    finally:
+        link(HOST2, "up")
+    code, out = finish(proc, 300)
+    check(code == 0, f"the sweep failed ({code}):\n{out[-3000:]}")
+    check_finished_whole(storage, "link", 6, 40)
+    retries = events(storage, "trial_retry")
+    check(retries, "no attempt was lost: the test did not test")
+    with sqlite3.connect(os.path.join(storage, "tune.db")) as db:
+        retry_time = db.execute("SELECT min(time) FROM events WHERE kind = 'trial_retry'").fetchone()[0]
+        later = db.execute("SELECT detail_json FROM events WHERE kind = 'trial_started' AND time > ?", (down,)).fetchall()
+    check(retry_time - down < 4 + 10, f"the unreachable host's group was given up after {retry_time - down:.1f} s")
+    for _, _, _, d in retries:
+        # A group that could not even start there names no culprit: its hosts are suspects, each checked.
+        check(d["hosts"] == [HOST2] or (not d["hosts"] and HOST2 in d["suspects"]),
+              f"a lost attempt blamed {d['hosts']} (suspects {d['suspects']}), not {HOST2}")
+    hosts = host_table(storage, "link")
+    for host in (HOST1, HOST3):
+        check(hosts[host]["lost"] == 0 and hosts[host]["state"] == "active", f"{host} did nothing wrong: {hosts}")
+    healthy = [json.loads(d[0])["hosts"] for d in later]
+    check(any(HOST2 not in h for h in healthy), f"no trial started on the healthy hosts after the link went down: {healthy}")
+    wait_until_clean(60)
+    for host in NAMESPACE:
+        check(not scratch_left(host, "link"), f"scratch of link left on {host}")
+    print(f"ok: the group on {HOST2} was given up {retry_time - down:.1f} s after its link went down; "
+          f"{len(later)} attempts started after it; no process or scratch left")
+
+
+def flood(port, silent, trickle, seconds, host=HOST3):
+    """Silent and trickling connections to the driver from a test host."""
+    code = f"""
+import socket, threading, time
+socks = [socket.create_connection(("10.77.0.1", {port}), timeout=5) for _ in range({silent})]
+def trickle():
+    s = socket.create_connection(("10.77.0.1", {port}), timeout=5)
+    s.sendall(bytes([0xe8, 0x03, 0, 0]))
+    end = time.time() + {seconds}
+    while time.time() < end:
+        try:
+            s.sendall(b"x")
+        except OSError:
+            return
+        time.sleep(1)
+threads = [threading.Thread(target=trickle, daemon=True) for _ in range({trickle})]
+for t in threads: t.start()
+time.sleep({seconds})
+"""
+    return subprocess.Popen(["ip", "netns", "exec", NAMESPACE[host], "/usr/bin/python3", "-c", code])
+
+
+def driver_port(proc_name="tune-full", seconds=60):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        out = subprocess.run(["ss", "-ltnpH"], capture_output=True, text=True).stdout
+        for line in out.splitlines():
+            if f'"{proc_name}"' in line and " 10.77.0.1:" in " " + line.split()[3]:
+                return int(line.split()[3].rsplit(":", 1)[1])
+        time.sleep(0.1)
+    fail("the driver never listened on 10.77.0.1")
+
+
+def case_hostile_connections():
+    """30 silent and 5 trickling connections to the driver: real groups still connect, nothing is lost."""
+    wait_until_clean()
+    work = Workdir("hostile")
+    storage = work.join("store")
+    sweep = fault_sweep(work, "hostile", samples=6, iterations=10, sleep=0.1)
+    proc = start([TUNE, "run", sweep, "--storage", storage, "--progress-interval", "100",
+                  "--hostfile", hostfile(work, (HOST1, 2), (HOST2, 2))])
+    port = driver_port()
+    attackers = flood(port, 30, 5, 40)
+    try:
+        code, out = finish(proc, 240)
+    finally:
+        attackers.kill()
+        attackers.wait()
+    check(code == 0, f"the sweep failed ({code}):\n{out[-3000:]}")
+    check_finished_whole(storage, "hostile", 6, 10)
+    check(not events(storage, "trial_retry"), f"attempts were lost: {events(storage, 'trial_retry')}")
+    check(not events(storage, "hosts_excluded"), "hosts were taken out")
+    print("ok: 6 trials ran through 30 silent and 5 trickling connections, no attempt lost")
+
+
+def case_secret_never_travels():
+    """A capture of the cluster network holds neither the cluster key nor the session key, only the nonce."""
+    wait_until_clean()
+    work = Workdir("secret")
+    key_file = work.join("cluster.key")
+    with open(key_file, "w") as f:
+        f.write(os.urandom(32).hex() + "\n")
+    os.chmod(key_file, 0o600)
+    cluster_key = open(key_file).read().strip()
+    pcap = work.join("bridge.pcap")
+    capture = subprocess.Popen(["tcpdump", "-i", "tunebr0", "-U", "-w", pcap, "-s", "0"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(1)
+        sweep = work.file("s.yaml", SLEEPY_SWEEP.format(name="secret", samples=2, workers=2, iterations=3, sleep=0.05))
+        run([TUNE, "run", sweep, "--storage", work.join("store"), "-q", "--secret-file", key_file,
+             "--hostfile", hostfile(work, (HOST1, 1), (HOST2, 1))])
+        time.sleep(1)
+    finally:
+        capture.terminate()
+        capture.wait(timeout=10)
+    data = open(pcap, "rb").read()
+    check(b"TUNE_SESSION_NONCE" in data, f"the capture ({len(data)} bytes) missed mpirun's launch: it proves nothing")
+    nonces = set(re.findall(rb"TUNE_SESSION_NONCE=?([0-9a-f]{64})", data))
+    check(nonces, "no nonce found beside TUNE_SESSION_NONCE")
+    check(cluster_key.encode() not in data, "the cluster key crossed the network")
+    check(b"TUNE_DRIVER_TOKEN" not in data, "a token crossed the network")
+    for nonce in nonces:
+        session = hmac.new(cluster_key.encode(), b"tune session " + nonce, hashlib.sha256).hexdigest()
+        check(session.encode() not in data, "the session key crossed the network")
+    print(f"ok: {len(data)} bytes captured on the bridge: nonce seen, neither key")
+
+
+def case_rejoin():
+    """A host taken out is checked again and rejoins; hosts join and drain while a sweep runs."""
+    wait_until_clean()
+    work = Workdir("rejoin")
+    storage = work.join("store")
+    sweep = fault_sweep(work, "rejoin", samples=8, workers=1, placement="pack", iterations=25, sleep=0.1,
+                        max_host_failures=1, check_interval=2)
+    proc = start([TUNE, "run", sweep, "--storage", storage, "--progress-interval", "100",
+                  "--hostfile", hostfile(work, (HOST1, 1), (HOST2, 1))])
+    wait_for_results(storage, 3, 90)
+    kill_host(HOST2)
+    code, out = finish(proc, 240)
+    check(code == 0, f"the sweep failed ({code}):\n{out[-3000:]}")
+    check_finished_whole(storage, "rejoin", 8, 25)
+    with sqlite3.connect(os.path.join(storage, "tune.db")) as db:
+        rows = db.execute("SELECT time, kind, detail_json FROM events ORDER BY id").fetchall()
+    excluded = [t for t, k, d in rows if k == "hosts_excluded" and json.loads(d)["host"] == HOST2]
+    back = [t for t, k, d in rows if k == "host_readmitted" and json.loads(d)["host"] == HOST2]
+    check(excluded and back and back[0] > excluded[0], f"{HOST2} should be taken out, then readmitted: {excluded} {back}")
+    after = [t for t, k, d in rows if k == "trial_started" and HOST2 in json.loads(d)["hosts"] and t > back[0]]
+    check(after, f"{HOST2} took no trial after it was readmitted")
+    print(f"ok: {HOST2} out, back {back[0] - excluded[0]:.1f} s later, {len(after)} attempts there after")
+
+    # Hosts join and leave a running sweep.
+    wait_until_clean()
+    storage = work.join("grow")
+    sweep = fault_sweep(work, "grow", samples=10, workers=1, placement="pack", iterations=20, sleep=0.1)
+    proc = start([TUNE, "run", sweep, "--storage", storage, "--progress-interval", "100",
+                  "--hostfile", hostfile(work, (HOST1, 1))])
+    wait_for_results(storage, 2, 90)
+    r = run([TUNE, "hosts", "grow", "--storage", storage, "add", HOST2, "--slots", "2"])
+    check(f"host {HOST2} joined grow" in r.stdout, r.stdout)
+    r = run([TUNE, "hosts", "grow", "--storage", storage, "add", HOST2], ok=False)
+    check(r.returncode == 1 and "already one of grow's" in r.stderr, f"a second add: {r.returncode} {r.stderr}")
+    r = run([TUNE, "hosts", "grow", "--storage", storage, "drain", HOST1])
+    drained_at = time.time()
+    table = run([TUNE, "hosts", "grow", "--storage", storage]).stdout
+    check(re.search(re.escape(HOST1) + r"\s+1\s+0\s+drained", table) and re.search(re.escape(HOST2) + r"\s+2\s+0\s+active", table),
+          "tune hosts should show the drained and the added host:\n" + table)
+    code, out = finish(proc, 240)
+    check(code == 0, f"the sweep failed ({code}):\n{out[-3000:]}")
+    check_finished_whole(storage, "grow", 10, 20)
+    with sqlite3.connect(os.path.join(storage, "tune.db")) as db:
+        drained = db.execute("SELECT time FROM events WHERE kind = 'host_drained'").fetchone()[0]
+        starts = db.execute("SELECT time, detail_json FROM events WHERE kind = 'trial_started'").fetchall()
+    on2 = [t for t, d in starts if json.loads(d)["hosts"] == [HOST2]]
+    late1 = [t for t, d in starts if json.loads(d)["hosts"] == [HOST1] and t > drained]
+    check(on2, f"no trial ran on the added host {HOST2}")
+    check(not late1, f"trials started on {HOST1} after it was drained: {late1}")
+    r = run([TUNE, "hosts", "grow", "--storage", storage, "add", HOST3], ok=False)
+    check(r.returncode == 2 and "not running" in r.stderr, f"adding to a finished sweep: {r.returncode} {r.stderr}")
+    print(f"ok: {HOST2} joined ({len(on2)} attempts there), {HOST1} drained; tune hosts:\n{table}")
+
+
+def case_no_host_left():
+    """Every host unreachable: checked again, then the sweep stops with exit 75; resume finishes it."""
+    wait_until_clean()
+    work = Workdir("nohost")
+    storage = work.join("store")
+    sweep = fault_sweep(work, "nohost", samples=4, workers=1, placement="pack", iterations=30, sleep=0.2,
+                        host_timeout=3, max_host_failures=1, check_interval=2)
+    hosts = hostfile(work, (HOST1, 1), (HOST2, 1))
+    proc = start([TUNE, "run", sweep, "--storage", storage, "--progress-interval", "100", "--hostfile", hosts])
+    wait_for_results(storage, 3, 90)
+    link(HOST1, "down")
+    link(HOST2, "down")
+    try:
+        code, out = finish(proc, 120)
+    finally:
+        link(HOST1, "up")
+        link(HOST2, "up")
+    check(code == 75, f"no host left should exit 75, not {code}:\n{out[-3000:]}")
+    check("no host left that can run a trial of nohost" in out and "tune resume nohost" in out, out[-2000:])
+    status = json.loads(run([TUNE, "status", "nohost", "--storage", storage, "--json"]).stdout)
+    check(status["status"] == "INTERRUPTED", f"the experiment should be INTERRUPTED: {status['status']}")
+    wait_until_clean(60)
+    run([TUNE, "resume", "nohost", "--storage", storage, "-q", "--hostfile", hosts])
+    check_finished_whole(storage, "nohost", 4, 30)
+    print("ok: exit 75 with every host out of reach; resumed to the end")
 
 
 def main():

@@ -111,8 +111,10 @@ class Driver {
   void pause(TrialState& trial);
   void exploit(TrialState& trial, const TrialDecision& decision);
   void requeue(TrialState& trial);
+  // lost_hosts: the hosts blamed for a lost attempt; suspects: its hosts
+  // when none could be blamed (each is checked).
   void fail(TrialState& trial, const std::string& message, bool host_lost = false,
-            const std::vector<std::string>& lost_hosts = {});
+            const std::vector<std::string>& lost_hosts = {}, const std::vector<std::string>& suspects = {});
   static constexpr int kMaxHostLossesPerTrial = 10;
   void attempt_ended(const TrialEvent& event);
 

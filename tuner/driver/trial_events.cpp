@@ -41,7 +41,11 @@ void Driver::handle(TrialEvent& event, std::vector<Reply>& replies) {
     case TrialEvent::Kind::kFailed:
       attempt_ended(event);
       // Across hosts a lost attempt is the host's failure, not the trial's.
-      if (trial) fail(*trial, event.message, event.lost && !pool_.single_host(), event.lost_hosts);
+      if (trial) {
+        const std::vector<std::string> none;
+        fail(*trial, event.message, event.lost && !pool_.single_host(), event.blame_uncertain ? none : event.lost_hosts,
+             event.blame_uncertain ? event.lost_hosts : none);
+      }
       return;
   }
 }
@@ -256,7 +260,7 @@ void Driver::requeue(TrialState& trial) {
 }
 
 void Driver::fail(TrialState& trial, const std::string& message, bool host_lost,
-                  const std::vector<std::string>& lost_hosts) {
+                  const std::vector<std::string>& lost_hosts, const std::vector<std::string>& suspects) {
   leave_running(trial);
   const double now = clock_.unix_time();
   // A trial whose host went away is retried elsewhere without spending its
@@ -271,7 +275,7 @@ void Driver::fail(TrialState& trial, const std::string& message, bool host_lost,
   const int max = sweep_.spec.failure.max_failures;
   const bool retry = !stopping_ && (free_retry || max < 0 || trial.failures <= max);
   store_->add_event(experiment_.id, trial.row, retry ? "trial_retry" : "trial_error",
-                    {{"message", message}, {"attempt", trial.attempt}, {"host_lost", host_lost}, {"hosts", lost_hosts},
+                    {{"message", message}, {"attempt", trial.attempt}, {"host_lost", host_lost}, {"hosts", lost_hosts}, {"suspects", suspects},
                      {"restore_iteration", trial.checkpoint ? trial.checkpoint->iteration : 0}}, now);
   if (retry) {
     trial.status = kPending;

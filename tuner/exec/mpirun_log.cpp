@@ -93,7 +93,7 @@ bool contains(const std::string& text, const char* what) { return text.find(what
 std::string launch_failure(const std::string& log_path, const std::string& program) {
   std::ifstream in(log_path);
   const std::string log((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (contains(log, "could not access or execute an executable"))
+  if (contains(log, "unable to launch the specified application"))
     return "cannot run " + program + " (not found there): install tune at the same path on every host";
   if (const auto at = log.find("error while loading shared libraries"); at != std::string::npos) {
     const auto newline = log.rfind('\n', at);
