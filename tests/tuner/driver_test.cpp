@@ -20,6 +20,7 @@ using internal::AttemptId;
 using internal::Verdict;
 using testing::FakeClock;
 using testing::FakeExecutor;
+using testing::Harness;
 using testing::TempDir;
 
 // Decisions from a script, per trial; resumes the first paused trial.
@@ -44,59 +45,6 @@ class ScriptedScheduler : public Scheduler {
 };
 
 SweepSpec spec_of(int64_t samples) { return testing::one_parameter_spec("fake", samples, 1); }
-
-class Harness {
- public:
-  explicit Harness(const std::string& storage = "") : storage_(storage.empty() ? dir_.path() : storage) {}
-  ~Harness() {
-    if (fake) fake->end_all();
-  }
-
-  void open(SweepSpec spec, int slots, std::unique_ptr<Scheduler> scheduler, bool resume = false,
-            bool run_ahead = true) {
-    RunConfig run;
-    run.storage_path = storage_;
-    run.slots = slots;
-    run.verbose = false;
-    run.run_ahead = run_ahead;
-    auto sweep = internal::prepare_sweep(std::move(spec), run, [](Session&) {}, std::move(scheduler), nullptr, resume);
-    internal::DriverEnvironment env;
-    env.clock = &clock;
-    env.interrupt = &interrupt;
-    env.make_executor = [this](const internal::ExecutorContext& context) {
-      auto executor = std::make_unique<FakeExecutor>(context.events);
-      fake = executor.get();
-      return executor;
-    };
-    driver = std::make_unique<internal::Driver>(std::move(sweep), run, resume, env);
-    driver->open();
-  }
-  bool step() { return driver->step(std::chrono::microseconds(0)); }
-  // Driver::finish() destroys the executor: `fake` is gone with it.
-  void finish() {
-    driver->finish();
-    fake = nullptr;
-  }
-
-  TrialRecord trial(int64_t index) { return *driver->store().trial(driver->experiment_id(), index); }
-  std::string status(int64_t index) { return trial(index).status; }
-  // A checkpoint directory holding one file.
-  std::string checkpoint(const std::string& name, const std::string& content) {
-    const std::string path = dir_.file(name);
-    std::filesystem::create_directories(path);
-    std::ofstream(path + "/state") << content;
-    return path;
-  }
-
-  FakeClock clock;
-  std::atomic<int> interrupt{0};
-  FakeExecutor* fake = nullptr;
-  std::unique_ptr<internal::Driver> driver;
-
- private:
-  TempDir dir_;
-  std::string storage_;
-};
 
 TEST(DriverPause, FreesTheSlotAndTheResumedTrialContinuesFromItsCheckpoint) {
   Harness h;

@@ -2,15 +2,22 @@
 // no threads, no processes, no sleeping.
 #pragma once
 
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "test_util.h"
 #include "tuner/driver/driver_impl.h"
+#include "tuner/driver/prepare.h"
 #include "tuner/exec/executor.h"
+#include "tuner/exec/transport.h"
 
 namespace tune::testing {
 
@@ -63,12 +70,15 @@ class FakeExecutor : public internal::TrialExecutor {
     live_.erase(attempt);
     sink_.push(std::move(event));
   }
-  void crash(const internal::AttemptId& attempt, const std::string& message, bool lost = false) {
+  void crash(const internal::AttemptId& attempt, const std::string& message, bool lost = false,
+             std::vector<std::string> lost_hosts = {}, bool uncertain = false) {
     internal::TrialEvent event;
     event.kind = internal::TrialEvent::Kind::kFailed;
     event.attempt = attempt;
     event.message = message;
     event.lost = lost;
+    event.lost_hosts = std::move(lost_hosts);
+    event.blame_uncertain = uncertain;
     live_.erase(attempt);
     sink_.push(std::move(event));
   }
@@ -79,6 +89,28 @@ class FakeExecutor : public internal::TrialExecutor {
     for (const auto& attempt : live) crash(attempt, "the test ended", true);
   }
   const std::set<internal::AttemptId>& live_attempts() const { return live_; }
+
+  // Host checks: recorded, and answered at once by `answer` (default: the
+  // host passes) unless `hold_checks`, when the test answers with answer_check.
+  bool checks_hosts() const override { return checking; }
+  void check_host(const internal::HostCheckRequest& request) override {
+    checks.push_back(request);
+    if (hold_checks) return;
+    internal::HostCheckResult result = answer ? answer(request) : internal::HostCheckResult{request.host, true, "", false};
+    result.clean = !request.clean_experiment.empty();
+    answers_.push_back(std::move(result));
+  }
+  std::vector<internal::HostCheckResult> take_host_checks() override {
+    std::vector<internal::HostCheckResult> out;
+    out.swap(answers_);
+    return out;
+  }
+  void answer_check(const std::string& host, bool ok, const std::string& problem = "") {
+    answers_.push_back({host, ok, problem, false});
+  }
+  bool checking = false, hold_checks = false;
+  std::function<internal::HostCheckResult(const internal::HostCheckRequest&)> answer;
+  std::vector<internal::HostCheckRequest> checks;
 
   // The last verdict the driver sent for `attempt`.
   std::optional<internal::Verdict> verdict(const internal::AttemptId& attempt) const {
@@ -101,6 +133,76 @@ class FakeExecutor : public internal::TrialExecutor {
  private:
   internal::EventSink& sink_;
   std::set<internal::AttemptId> live_;
+  std::vector<internal::HostCheckResult> answers_;
 };
+
+// The driver over a fake executor and clock, a step at a time.
+class Harness {
+ public:
+  explicit Harness(const std::string& storage = "") : storage_(storage.empty() ? dir_.path() : storage) {}
+  ~Harness() {
+    if (fake) fake->end_all();
+  }
+
+  // `hosts`: several hosts (loopback addresses, so that the driver finds
+  // its own address toward them), each `slots` slots; none: this machine.
+  void open(SweepSpec spec, int slots, std::unique_ptr<Scheduler> scheduler, bool resume = false,
+            bool run_ahead = true, const std::vector<std::string>& hosts = {}) {
+    RunConfig run;
+    run.storage_path = storage_;
+    run.slots = slots;
+    run.verbose = false;
+    run.run_ahead = run_ahead;
+    auto sweep = internal::prepare_sweep(std::move(spec), run, [](Session&) {}, std::move(scheduler), nullptr, resume);
+    if (!hosts.empty()) {
+      sweep.hosts.clear();
+      for (const auto& name : hosts) sweep.hosts.push_back({name, slots, 0, false});
+      sweep.slots = slots * static_cast<int>(hosts.size());
+      run.secret_file = dir_.file("cluster.key");
+      if (!std::filesystem::exists(run.secret_file)) internal::write_cluster_key(run.secret_file);
+    }
+    internal::DriverEnvironment env;
+    env.clock = &clock;
+    env.interrupt = &interrupt;
+    env.make_executor = [this, checks = !hosts.empty()](const internal::ExecutorContext& context) {
+      auto executor = std::make_unique<FakeExecutor>(context.events);
+      executor->checking = checks;
+      executor->answer = answer;
+      fake = executor.get();
+      return executor;
+    };
+    driver = std::make_unique<internal::Driver>(std::move(sweep), run, resume, env);
+    driver->open();
+  }
+  bool step() { return driver->step(std::chrono::microseconds(0)); }
+  // Driver::finish() destroys the executor: `fake` is gone with it.
+  void finish() {
+    driver->finish();
+    fake = nullptr;
+  }
+
+  TrialRecord trial(int64_t index) { return *driver->store().trial(driver->experiment_id(), index); }
+  std::string status(int64_t index) { return trial(index).status; }
+  // A checkpoint directory holding one file.
+  std::string checkpoint(const std::string& name, const std::string& content) {
+    const std::string path = dir_.file(name);
+    std::filesystem::create_directories(path);
+    std::ofstream(path + "/state") << content;
+    return path;
+  }
+
+  FakeClock clock;
+  std::atomic<int> interrupt{0};
+  // How the fake executor answers host checks (default: every host passes).
+  std::function<internal::HostCheckResult(const internal::HostCheckRequest&)> answer;
+  FakeExecutor* fake = nullptr;
+  std::unique_ptr<internal::Driver> driver;
+
+ private:
+  TempDir dir_;
+  std::string storage_;
+};
+
+
 
 }  // namespace tune::testing

@@ -348,5 +348,67 @@ TEST(ResourcePool, PropertyNeverOversubscribesAndReleasesEverything) {
   }));
 }
 
+TEST(ResourcePoolHosts, ReadmittedHostsTakePlacementsAgainWithACleanCount) {
+  ResourcePool pool({Host{"a", 2, 0, false}, Host{"b", 2, 0, false}});
+  pool.set_failure_limit(2);
+  EXPECT_FALSE(pool.record_loss("a"));
+  EXPECT_TRUE(pool.record_loss("a"));  // this one took it out
+  EXPECT_FALSE(pool.record_loss("a"));  // already out
+  auto only_b = pool.acquire(pack(2));
+  ASSERT_TRUE(only_b);
+  EXPECT_EQ(only_b->hosts.at(0).host, "b");
+  EXPECT_FALSE(pool.fits(pack(1)));
+  EXPECT_FALSE(pool.readmit("b"));  // not out
+  EXPECT_TRUE(pool.readmit("a"));
+  EXPECT_TRUE(pool.excluded().empty());
+  auto on_a = pool.acquire(pack(2));
+  ASSERT_TRUE(on_a);
+  EXPECT_EQ(on_a->hosts.at(0).host, "a");
+  EXPECT_FALSE(pool.record_loss("a")) << "its count started again from zero";
+  pool.release(*only_b);
+  pool.release(*on_a);
+  EXPECT_EQ(pool.used(), 0);
+}
+
+TEST(ResourcePoolHosts, HostsJoinDrainAndComeBack) {
+  ResourcePool pool({Host{"a", 2, 0, false}});
+  EXPECT_FALSE(pool.add_host(Host{"a", 4, 0, false})) << "a name already in the pool";
+  EXPECT_TRUE(pool.add_host(Host{"b", 4, 0, false}));
+  EXPECT_EQ(pool.total(), 6);
+  EXPECT_TRUE(pool.could_ever_fit(pack(4)));
+  auto held = pool.acquire(pack(2));  // the fullest host that fits: a
+  ASSERT_TRUE(held);
+  EXPECT_EQ(held->hosts.at(0).host, "a");
+  EXPECT_TRUE(pool.drain("a"));
+  EXPECT_FALSE(pool.drain("nobody"));
+  EXPECT_TRUE(pool.drained("a"));
+  auto next = pool.acquire(pack(1));
+  ASSERT_TRUE(next);
+  EXPECT_EQ(next->hosts.at(0).host, "b") << "a drained host takes no new placement";
+  pool.release(*held);  // what ran there finishes and frees its share
+  EXPECT_EQ(pool.used(), 1);
+  EXPECT_TRUE(pool.add_host(Host{"a", 1, 0, false})) << "a drained host comes back with new counts";
+  EXPECT_FALSE(pool.drained("a"));
+  EXPECT_EQ(pool.total(), 5);
+  pool.release(*next);
+  EXPECT_EQ(pool.used(), 0);
+  EXPECT_TRUE(pool.fits(pack(4)));
+}
+
+TEST(ResourcePoolHosts, ASuspendedHostTakesNothingButStillCountsAsPossible) {
+  ResourcePool pool({Host{"a", 2, 0, false}, Host{"b", 2, 0, false}});
+  pool.suspend("a", true);
+  pool.suspend("b", true);
+  EXPECT_FALSE(pool.fits(pack(1)));
+  EXPECT_TRUE(pool.could_ever_fit(pack(4))) << "a suspect is being checked: it may come back";
+  pool.suspend("a", false);
+  auto placement = pool.acquire(pack(2));
+  ASSERT_TRUE(placement);
+  EXPECT_EQ(placement->hosts.at(0).host, "a");
+  pool.release(*placement);
+  pool.suspend("b", false);
+  EXPECT_TRUE(pool.fits(pack(4)));
+}
+
 }  // namespace
 }  // namespace tune::internal
