@@ -24,6 +24,7 @@
 #include "base/names.h"
 #include "trainer/session.h"
 #include "tuner/exec/mpi_launcher.h"
+#include "tuner/exec/run_program.h"
 #include "tuner/driver/prepare.h"
 #include "tuner/spec/sweep_check.h"
 #include "tuner/spec/sweep_reader.h"
@@ -117,94 +118,6 @@ std::string slurm_batch_script(const SlurmSubmission& s) {
 }
 
 namespace {
-
-struct Captured {
-  int status = 0;  // exit status (128 + signal when killed)
-  std::string out, err;
-};
-
-void close_fd(int& fd) {
-  if (fd >= 0) ::close(fd);
-  fd = -1;
-}
-
-// Runs argv[0] (searched in PATH) with `input` on its stdin, capturing its
-// stdout and stderr. Throws Error naming the program when it cannot start.
-Captured run_program(const std::vector<std::string>& argv, const std::string& input) {
-  int in[2], out[2], err[2], exec_error[2];
-  if (::pipe(in) || ::pipe(out) || ::pipe(err) || ::pipe2(exec_error, O_CLOEXEC)) {
-    throw Error("tune submit: pipe: " + std::string(std::strerror(errno)));
-  }
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  const pid_t pid = ::fork();
-  if (pid < 0) throw Error("tune submit: fork: " + std::string(std::strerror(errno)));
-  if (pid == 0) {
-    ::dup2(in[0], 0);
-    ::dup2(out[1], 1);
-    ::dup2(err[1], 2);
-    for (int fd : {in[0], in[1], out[0], out[1], err[0], err[1], exec_error[0]}) ::close(fd);
-    ::execvp(args[0], args.data());
-    const int code = errno;
-    (void)!::write(exec_error[1], &code, sizeof code);
-    ::_exit(127);
-  }
-  ::close(in[0]);
-  ::close(out[1]);
-  ::close(err[1]);
-  ::close(exec_error[1]);
-  int code = 0;
-  const bool exec_failed = ::read(exec_error[0], &code, sizeof code) == sizeof code;
-  ::close(exec_error[0]);
-  Captured captured;
-  int to_child = in[1], from_out = out[0], from_err = err[0];
-  if (exec_failed) close_fd(to_child);
-  // Feed stdin and drain both outputs together: neither side can block the other.
-  signal(SIGPIPE, SIG_IGN);
-  size_t written = 0;
-  while (from_out >= 0 || from_err >= 0) {
-    pollfd fds[3];
-    int n = 0;
-    if (to_child >= 0) fds[n++] = {to_child, POLLOUT, 0};
-    if (from_out >= 0) fds[n++] = {from_out, POLLIN, 0};
-    if (from_err >= 0) fds[n++] = {from_err, POLLIN, 0};
-    if (::poll(fds, static_cast<nfds_t>(n), -1) < 0) {
-      if (errno == EINTR) continue;
-      break;
-    }
-    for (int i = 0; i < n; ++i) {
-      if (!fds[i].revents) continue;
-      if (fds[i].fd == to_child) {
-        const ssize_t k = written < input.size() ? ::write(to_child, input.data() + written, input.size() - written) : 0;
-        if (k > 0) written += static_cast<size_t>(k);
-        if (k <= 0 || written >= input.size()) close_fd(to_child);
-      } else {
-        char buffer[4096];
-        const ssize_t k = ::read(fds[i].fd, buffer, sizeof buffer);
-        std::string& sink = fds[i].fd == from_out ? captured.out : captured.err;
-        if (k > 0) {
-          sink.append(buffer, static_cast<size_t>(k));
-        } else {
-          close_fd(fds[i].fd == from_out ? from_out : from_err);
-        }
-      }
-    }
-  }
-  close_fd(to_child);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (exec_failed) {
-    if (code == ENOENT) {
-      throw Error(argv[0] + " not found in PATH (install Slurm's client commands, e.g. "
-                  "apt-get install slurm-client, or submit from a node of the cluster)");
-    }
-    throw Error("cannot run " + argv[0] + ": " + std::strerror(code));
-  }
-  captured.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return captured;
-}
 
 std::string one_line(std::string text) {
   for (char& c : text)
@@ -334,6 +247,16 @@ int submit_command(const std::vector<std::string>& all_args) {
   if (!interface.empty()) submission.run_args = {"--network-interface", interface};
   if (output.empty()) output = "%x-%j.out";
   output = fs::absolute(output).lexically_normal().string();
+  // Slurm opens the log on the batch host before the job starts; in a folder
+  // that host does not have, the job fails with no log at all.
+  for (const char* private_dir : {"/tmp/", "/var/tmp/", "/dev/shm/"}) {
+    if (output.rfind(private_dir, 0) == 0) {
+      std::cerr << "tune submit: warning: the job's log " << output << " is in " << private_dir
+                << ", which the batch host may not share (the job then fails with no log): pass --output on storage "
+                   "the nodes share\n";
+      break;
+    }
+  }
   auto& sb = submission.sbatch_args;
   sb.push_back("--parsable");
   sb.push_back("--job-name=" + job_name);
@@ -354,7 +277,10 @@ int submit_command(const std::vector<std::string>& all_args) {
   std::vector<std::string> argv = {"sbatch"};
   argv.insert(argv.end(), sb.begin(), sb.end());
   argv.insert(argv.end(), extra.begin(), extra.end());
-  const auto result = internal::run_program(argv, script);
+  internal::RunLimits limits;
+  limits.missing_hint = " (install Slurm's client commands, e.g. apt-get install slurm-client, or submit from a node "
+                        "of the cluster)";
+  const auto result = internal::run_program(argv, script, limits);
   if (result.status != 0) {
     const std::string why = internal::one_line(result.err.empty() ? result.out : result.err);
     throw Error("sbatch failed (exit " + std::to_string(result.status) + ")" +

@@ -2,6 +2,7 @@
 // slots, and the event loop that commits each batch before answering workers.
 #include "tuner/driver/driver.h"
 
+#include <cstdlib>
 #include <iostream>
 #include <map>
 
@@ -10,6 +11,7 @@
 #include "base/options.h"
 #include "tuner/driver/driver_impl.h"
 #include "tuner/driver/progress.h"
+#include "tuner/exec/hosts.h"
 #include "tuner/exec/session_base.h"
 #include "tuner/exec/transport.h"
 
@@ -96,6 +98,11 @@ void Driver::listen_on_cluster(ExecutorContext& context) {
   for (const Host& host : pool_.hosts())
     if (!host.local && remote.empty()) remote = host.name;
   context.listen_address = run_.network_interface.empty() ? address_toward(remote) : interface_address(run_.network_interface);
+  // Slurm node names this machine cannot resolve: Slurm knows their address.
+  if (context.listen_address.empty() && run_.network_interface.empty() && std::getenv("SLURM_JOB_ID")) {
+    if (const std::string address = slurm_node_address(remote); !address.empty())
+      context.listen_address = address_toward(address);
+  }
   if (context.listen_address.empty()) {
     throw ConfigError(run_.network_interface.empty()
                           ? "cannot find this machine's address toward host '" + remote + "' (name one with --network-interface)"

@@ -11,6 +11,7 @@
 
 #include "base/error.h"
 #include "base/names.h"
+#include "tuner/exec/run_program.h"
 #include "tuner/spec/yaml_document.h"
 
 namespace tune::internal {
@@ -185,6 +186,24 @@ bool is_local_host(const std::string& name) {
   if (::gethostname(buffer, sizeof buffer - 1) != 0) return false;
   const std::string own = buffer;
   return name == own || name == own.substr(0, own.find('.'));
+}
+
+std::string slurm_node_address(const std::string& node) {
+  if (node.empty() || node.find_first_of(" \t\n=") != std::string::npos) return "";
+  RunLimits limits;
+  limits.timeout_s = 5;
+  limits.max_output = 1 << 16;
+  Captured shown;
+  try {
+    shown = run_program({"scontrol", "show", "node", "-o", node}, "", limits);
+  } catch (const Error&) {
+    return "";
+  }
+  if (shown.status != 0 || shown.timed_out) return "";
+  const auto at = shown.out.find("NodeAddr=");
+  if (at == std::string::npos) return "";
+  const auto start = at + 9;
+  return shown.out.substr(start, shown.out.find_first_of(" \n", start) - start);
 }
 
 }  // namespace tune::internal

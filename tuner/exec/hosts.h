@@ -44,6 +44,11 @@ std::optional<std::vector<Host>> slurm_hosts(const Getenv& getenv);
 // /proc/driver/nvidia/gpus (0 without the driver).
 int detect_local_gpus(const std::string& proc_dir = "/proc/driver/nvidia/gpus");
 
+// The address Slurm knows a node by (`scontrol show node NAME`: NodeAddr), for
+// node names the driver's machine cannot resolve; "" when Slurm does not say
+// (no scontrol, no such node, a timeout).
+std::string slurm_node_address(const std::string& node);
+
 // localhost, a loopback address, or this machine's host name.
 bool is_local_host(const std::string& name);
 
