@@ -11,8 +11,9 @@ start=$SECONDS
 cores=$(nproc)
 say() { printf '\n== demo [%dm%02ds] %s\n' $(((SECONDS - start) / 60)) $(((SECONDS - start) % 60)) "$*"; }
 
-# Measured on 2 cores (README, "Quick start"): apt ~1.5 min when nothing is installed, the
-# build ~4 min with an empty ccache (seconds when ccache has seen it), the sweep seconds.
+# apt took ~1.5 min for these packages on a fresh machine; the build of tune and tune-full is
+# ~8 CPU min with an empty ccache (unity batches, libtorch precompiled: scripts/build-profile.sh
+# TARGETS=tune_cli measures it), seconds when ccache has seen the sources; the sweep seconds.
 build_min=$(((8 + cores - 1) / cores))
 say "this takes about $((build_min + 1)) min on $cores cores: Debian packages (when missing, ~1.5 min more), building tune (~$build_min min), one sweep (seconds)"
 
