@@ -7,7 +7,8 @@
 #
 # CPU time (user + system, scripts/lib/cpu-time.sh) rather than wall time, so figures taken on
 # a busy shared machine compare; the wall time is printed too. Log: build-profile/cpu-times.tsv.
-# Environment: JOBS (default nproc), PROFILE_DIR (default build-profile), TARGETS (default all).
+# Environment: JOBS (default nproc), PROFILE_DIR (default build-profile), TARGETS (default all;
+# tune_cli: what scripts/demo.sh builds), TUNE_UNITY (default ON, as scripts/build.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 top="${1:-20}"
@@ -17,7 +18,7 @@ log="$PWD/$dir/cpu-times.tsv"
 rm -rf "$dir"
 mkdir -p "$dir"
 launcher="$PWD/scripts/lib/cpu-time.sh;$log"
-cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTUNE_CCACHE=OFF \
+cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTUNE_CCACHE=OFF -DTUNE_UNITY="${TUNE_UNITY:-ON}" \
   "-DCMAKE_CXX_COMPILER_LAUNCHER=$launcher" "-DCMAKE_C_COMPILER_LAUNCHER=$launcher" \
   "-DCMAKE_CXX_LINKER_LAUNCHER=$launcher" "$@" >"$dir/cmake.log"
 start=$SECONDS
