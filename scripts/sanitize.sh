@@ -33,12 +33,10 @@ SUPP="$ROOT/tests/sanitizers"
 configure() {  # BUILD_DIR FLAGS [CMAKE_ARGS...]
   local dir="$1" flags="$2"
   shift 2
-  local launcher=()
-  if command -v ccache >/dev/null; then
-    launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-  fi
+  # ccache when installed: CMakeLists.txt's TUNE_CCACHE, with the settings that let it cache
+  # compiles using precompiled headers (TUNE_PCH).
   cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DCMAKE_C_COMPILER="$CC" -DCMAKE_CXX_COMPILER="$CXX" "${launcher[@]}" \
+    -DCMAKE_C_COMPILER="$CC" -DCMAKE_CXX_COMPILER="$CXX" \
     -DTUNE_WITH_TORCH=OFF -DTUNE_BUILD_BENCH=OFF \
     "-DCMAKE_C_FLAGS=$flags" "-DCMAKE_CXX_FLAGS=$flags" \
     "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g" "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g" \

@@ -1,14 +1,25 @@
 #!/usr/bin/env bash
-# Installs dependencies, builds, and runs the whole test suite (fast and slow/MPI tests),
-# then the sanitizer builds and short fuzz runs (scripts/sanitize.sh).
+# Installs dependencies (scripts/install-deps.sh --for test), builds everything, and runs the
+# whole test suite (fast and slow/MPI tests, the examples' --dry-run and --smoke runs, the
+# commands of README.md and docs/), then the sanitizer builds and short fuzz runs
+# (scripts/sanitize.sh). Each phase's time is printed at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
-scripts/build.sh
+start=$SECONDS
+phases=()
+phase() {  # NAME COMMAND...: runs it and records how long it took
+  local name="$1" begin=$SECONDS
+  shift
+  "$@"
+  phases+=("$name $((SECONDS - begin)) s")
+}
+phase deps scripts/install-deps.sh --for test
+phase build scripts/build.sh
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-(cd build && ctest --output-on-failure --timeout 600 -j2)
+phase ctest bash -c 'cd build && ctest --output-on-failure --timeout 600 -j"$(nproc)"'
 # The core (no libtorch) under ASan+UBSan (unit tests) and TSan (driver, executors, store), and
 # each fuzz target for 15 s (clang; scripts/sanitize.sh). TUNE_SANITIZE=0 skips them.
 if [ "${TUNE_SANITIZE:-1}" != 0 ]; then
-  FUZZ_SECONDS="${FUZZ_SECONDS:-15}" scripts/sanitize.sh all
+  phase sanitize env FUZZ_SECONDS="${FUZZ_SECONDS:-15}" scripts/sanitize.sh all
 fi
+echo "test.sh: passed in $((SECONDS - start)) s (${phases[*]/%/;})"

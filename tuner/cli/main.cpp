@@ -26,6 +26,7 @@
 #include "tuner/exec/host_check.h"
 #include "tuner/exec/worker.h"
 #include "base/error.h"
+#include "base/version.h"
 #include "tuner/tuner.h"
 #ifdef TUNE_WITH_TORCH
 #include "trainer/torch/predict.h"
@@ -43,7 +44,8 @@ namespace {
 const char* kUsage = R"(usage: tune COMMAND [ARGS] [OPTIONS]
 
 commands:
-  run FILE          run the sweep described by a YAML file
+  run FILE          run the sweep described by a YAML file (--dry-run: check it and
+                    print the plan; --smoke: a couple of trials of two iterations)
   submit FILE       submit the sweep as a Slurm batch job (--nodes, --time, --partition)
   resume EXP        continue an interrupted experiment (--force: take it over)
   experiments       list experiments in the store
@@ -59,7 +61,7 @@ commands:
                     (--input, --output preds.csv, --workers N; docs/TRAINER.md)
   serve EXP         serve the best trial's tabular model over HTTP (--port 8000)
 
-run `tune COMMAND --help` for a command's options.
+run `tune COMMAND --help` for a command's options; `tune --version` for the version.
 )";
 
 void on_signal(int) {
@@ -118,7 +120,7 @@ int run_sweep(const std::string& command, const std::vector<std::string>& args) 
   std::string target, storage, name, durability, report, hostfile, interface, secret_file;
   int slots = 0;
   std::string seed;
-  bool quiet = false;
+  bool quiet = false, dry_run = false, smoke = false;
   double interval = 5;
   po::options_description options("options");
   options.add_options()
@@ -141,7 +143,9 @@ int run_sweep(const std::string& command, const std::vector<std::string>& args) 
   }
   if (command == "run") {
     options.add_options()("name", po::value(&name), "experiment name (default: the file's `name`)")(
-        "seed", po::value(&seed), "search seed (overrides the file's search.seed)");
+        "seed", po::value(&seed), "search seed (overrides the file's search.seed)")(
+        "dry-run", po::bool_switch(&dry_run), "check the sweep and print what it would run; create nothing")(
+        "smoke", po::bool_switch(&smoke), "a smoke test: at most 2 trials (one per grid point), each stopped after 2 results");
   }
   Parsed parsed = parse(command, args, options, command == "run" ? "file" : "experiment");
   if (parsed.help) return 0;
@@ -174,8 +178,16 @@ int run_sweep(const std::string& command, const std::vector<std::string>& args) 
     tune::internal::LoadedSweep loaded = tune::internal::read_sweep_file(target);
     if (parsed.vm.count("name")) loaded.spec.name = name;
     if (parsed.vm.count("seed")) loaded.spec.search.seed = parse_seed(seed);
+    if (smoke) std::cout << tune::internal::make_smoke(loaded.spec) << "\n";
+    const bool seeded = loaded.spec.search.seed.has_value();
     // Everything is checked before the store exists: a bad sweep creates nothing.
     auto sweep = tune::internal::prepare_sweep(std::move(loaded.spec), run, {}, nullptr, loaded.source.get(), false);
+    if (dry_run) {
+      if (!seeded) sweep.spec.search.seed.reset();  // drawn when it runs, not this one
+      std::cout << "dry run of " << target << " (nothing created; `tune run` without --dry-run runs it):\n"
+                << tune::internal::describe_plan(sweep, run);
+      return 0;
+    }
     for (const auto& [key, threshold] : sweep.spec.stop.metric_thresholds) stop_keys.push_back(key);
     multi_objective = !sweep.spec.objectives.empty();
     experiment = tune::internal::run_experiment(std::move(sweep), run, /*resume=*/false);
@@ -310,7 +322,8 @@ int predict(const std::vector<std::string>& args) {
 // process started with this path replace this process with tune-full, found
 // beside this one (the build tree) or at TUNE_FULL_RELATIVE (installed).
 bool answered_here(const std::string& command) {
-  for (const char* light : {"--help", "-h", "help", "experiments", "trials", "best", "status", "report", "results", "hosts"})
+  for (const char* light :
+       {"--help", "-h", "help", "--version", "experiments", "trials", "best", "status", "report", "results", "hosts"})
     if (command == light) return true;
   return false;
 }
@@ -363,6 +376,10 @@ int main(int argc, char** argv) {
   try {
     if (command == "--help" || command == "-h" || command == "help") {
       std::cout << kUsage;
+      return 0;
+    }
+    if (command == "--version") {
+      std::cout << "tune " << tune::version() << "\n";
       return 0;
     }
     if (command == "run" || command == "resume") return run_sweep(command, args);

@@ -4,10 +4,12 @@
 #include <cctype>
 #include <cstdlib>
 #include <random>
+#include <sstream>
 #include <thread>
 
 #include "base/error.h"
 #include "base/names.h"
+#include "storage/store.h"
 #include "tuner/exec/command_trainable.h"
 #include "tuner/spec/sweep_check.h"
 #include "tuner/spec/sweep_reader.h"
@@ -122,6 +124,129 @@ PreparedSweep prepare_sweep(SweepSpec spec, const RunConfig& run, TrainableFunct
     if (source) throw source->locate(e);
     throw;
   }
+}
+
+std::string make_smoke(SweepSpec& spec) {
+  std::ostringstream said;
+  const int64_t grid = spec.param_space.grid_size();
+  const int64_t samples = grid > 1 ? 1 : std::min(spec.num_samples, kSmokeSamples);
+  said << "smoke run: num_samples " << spec.num_samples << " -> " << samples;
+  if (grid > 1) said << " (each of the " << grid << " grid points once)";
+  spec.num_samples = samples;
+  if (static_cast<int64_t>(spec.points_to_evaluate.size()) > samples) {
+    said << ", points_to_evaluate " << spec.points_to_evaluate.size() << " -> " << samples;
+    spec.points_to_evaluate.resize(static_cast<size_t>(samples));
+  }
+  const int64_t iterations = std::min(spec.stop.training_iteration.value_or(kSmokeIterations), kSmokeIterations);
+  said << ", stop.training_iteration " << (spec.stop.training_iteration ? std::to_string(*spec.stop.training_iteration) : "none")
+       << " -> " << iterations;
+  spec.stop.training_iteration = iterations;
+  return said.str();
+}
+
+namespace {
+
+std::string compact(const Json& value) { return value.is_object() && value.empty() ? "" : " " + value.dump(); }
+
+std::string where_trials_run(const PreparedSweep& sweep) {
+  const SweepSpec& spec = sweep.spec;
+  const bool local = std::all_of(sweep.hosts.begin(), sweep.hosts.end(), [](const Host& h) { return h.local; });
+  // ThreadExecutor::accepts' rule (tuner/exec/thread_executor.cpp), said in words.
+  if (sweep.function || (local && sweep.trainable && sweep.trainable->info.in_process && spec.resources.workers == 1 &&
+                         !spec.resources.use_mpi)) {
+    return "threads of the driver (in-process)";
+  }
+  return "MPI worker groups of " + std::to_string(spec.resources.workers) + " rank" +
+         (spec.resources.workers == 1 ? "" : "s") + " (mpirun)";
+}
+
+std::string describe_hosts(const PreparedSweep& sweep) {
+  if (sweep.hosts.size() == 1 && sweep.hosts[0].local) {
+    return std::to_string(sweep.slots) + " slots on this machine" +
+           (sweep.hosts[0].gpus > 0 ? ", " + std::to_string(sweep.hosts[0].gpus) + " GPUs" : "");
+  }
+  std::string names;
+  for (const Host& host : sweep.hosts) names += (names.empty() ? "" : ", ") + host.name + ":" + std::to_string(host.slots);
+  return std::to_string(sweep.slots) + " slots on " + std::to_string(sweep.hosts.size()) + " hosts (" + names + ")";
+}
+
+std::string describe_stop(const StopCriteria& stop, const SweepSpec& spec) {
+  std::string out;
+  auto add = [&out](const std::string& part) { out += (out.empty() ? "" : "; ") + part; };
+  if (stop.training_iteration) add("after " + std::to_string(*stop.training_iteration) + " results");
+  for (const auto& [key, threshold] : stop.metric_thresholds) {
+    std::string mode;
+    for (const Objective& o : spec.objectives) mode = o.metric == key ? o.mode : mode;
+    if (key == spec.metric) mode = spec.mode;
+    std::ostringstream text;
+    text << key << (mode == "min" ? " <= " : " >= ") << threshold;
+    add(text.str());
+  }
+  if (stop.time_budget_s) {
+    std::ostringstream text;
+    text << "the sweep after " << *stop.time_budget_s << " s";
+    add(text.str());
+  }
+  return out.empty() ? "none (trials end when the trainable returns)" : out;
+}
+
+}  // namespace
+
+std::string describe_plan(const PreparedSweep& sweep, const RunConfig& run) {
+  const SweepSpec& spec = sweep.spec;
+  if (!spec.name.empty() && Store::exists(run.storage_path) &&
+      Store::open(run.storage_path, /*read_only=*/true)->find_experiment(spec.name)) {
+    throw ConfigError("experiment '" + spec.name + "' already exists in " + run.storage_path +
+                      " (continue it with `tune resume " + spec.name + "` or pick another --name)");
+  }
+  std::ostringstream out;
+  auto line = [&out](const char* what, const std::string& text) {
+    out << "  " << what << std::string(13 - std::string(what).size(), ' ') << text << "\n";
+  };
+  line("experiment", (spec.name.empty() ? "(named <trainable>-<time> when it starts)" : spec.name) + " in " +
+                         run.storage_path + (Store::exists(run.storage_path) ? "" : " (a new store)"));
+  std::string trainable = spec.trainable;
+  if (spec.command.is_object()) trainable = "command " + spec.command.value("argv", Json::array()).dump();
+  if (sweep.trainable && !sweep.trainable->info.description.empty() && !spec.command.is_object())
+    trainable += ": " + sweep.trainable->info.description;
+  line("trainable", trainable);
+  if (!spec.data.is_null()) line("data", spec.data.dump());
+  if (!spec.preprocess.is_null()) line("preprocess", spec.preprocess.dump());
+  const int64_t total = sweep.searcher ? sweep.searcher->total() : -1;
+  std::string trials = total < 0 ? "unbounded (until a stop criterion ends the sweep)" : std::to_string(total);
+  trials += " (num_samples " + std::to_string(spec.num_samples);
+  if (spec.param_space.grid_size() > 1) trials += " x " + std::to_string(spec.param_space.grid_size()) + " grid points";
+  if (!spec.points_to_evaluate.empty())
+    trials += ", " + std::to_string(spec.points_to_evaluate.size()) + " points_to_evaluate first";
+  trials += ")";
+  if (spec.max_concurrent_trials > 0) trials += ", at most " + std::to_string(spec.max_concurrent_trials) + " at a time";
+  line("trials", trials);
+  line("search", spec.search.algorithm + compact(spec.search.params) +
+                     (spec.search.seed ? ", seed " + std::to_string(*spec.search.seed)
+                                       : ", a random seed (drawn when it runs, recorded in the store)"));
+  line("scheduler", spec.scheduler.type + compact(spec.scheduler.params));
+  if (spec.objectives.size() > 1) {
+    std::string objectives;
+    for (const Objective& o : spec.objectives) objectives += (objectives.empty() ? "" : ", ") + o.metric + " (" + o.mode + ")";
+    line("metrics", objectives);
+  } else {
+    line("metric", spec.metric.empty() ? "none" : spec.metric + " (" + spec.mode + ")");
+  }
+  const Resources& r = spec.resources;
+  line("resources", std::to_string(r.workers) + " worker(s) x " + std::to_string(r.cpus_per_worker) + " cpu(s)" +
+                        (r.gpus_per_worker > 0 ? " x " + std::to_string(r.gpus_per_worker) + " GPU(s)" : "") +
+                        " a trial, on " + where_trials_run(sweep) + "; " + describe_hosts(sweep));
+  line("stop", describe_stop(spec.stop, spec));
+  const CheckpointOptions& c = spec.checkpoint;
+  line("checkpoints", c.num_to_keep == 0 ? "keep all"
+                                         : "keep the best " + std::to_string(c.num_to_keep) + " by " +
+                                               (c.score_attribute.empty() ? spec.metric : c.score_attribute) +
+                                               " and the latest");
+  line("failures", "retry " + (spec.failure.max_failures < 0 ? std::string("without limit")
+                                                             : std::to_string(spec.failure.max_failures) + " time(s)"));
+  for (const Parameter& p : spec.param_space.parameters()) line("parameter", p.path + " " + p.domain.to_json().dump());
+  for (const auto& [path, value] : spec.param_space.constants()) line("constant", path + " = " + value.dump());
+  return out.str();
 }
 
 }  // namespace tune::internal

@@ -47,4 +47,22 @@ std::vector<Host> sweep_hosts(const RunConfig& run);
 // "[A-Za-z0-9][A-Za-z0-9_.-]*", at most 100 characters: names become folder names.
 void check_experiment_name(const std::string& name);
 
+// `tune run FILE --smoke` (Ray examples' --smoke-test): the sweep cut down to
+// run end to end in seconds, as it is otherwise (trainable, data, search and
+// scheduler kept): at most kSmokeSamples samples (one of each grid point),
+// points_to_evaluate cut to as many, and every trial stopped after at most
+// kSmokeIterations results. Call before prepare_sweep. Returns one line that
+// says what changed, for the user.
+constexpr int64_t kSmokeSamples = 2;
+constexpr int64_t kSmokeIterations = 2;
+std::string make_smoke(SweepSpec& spec);
+
+// `tune run FILE --dry-run`: what running `sweep` would do, a line each
+// (experiment and storage, trainable and where trials run, trials, search,
+// scheduler, metric, resources, stop criteria, checkpoints, failures, the
+// parameters). Throws ConfigError when the run would be refused because
+// the experiment exists in run.storage_path. Reads the store if there is
+// one (read-only); creates nothing.
+std::string describe_plan(const PreparedSweep& sweep, const RunConfig& run);
+
 }  // namespace tune::internal
