@@ -50,6 +50,8 @@ test=(
   dataset-fashion-mnist curl python3
   # multi-host tests: namespace hosts (ip, ss, unshare, nsenter)
   iproute2 util-linux
+  # cluster.secret_never_travels captures the cluster network
+  tcpdump
   # Slurm tests: a real Slurm on this machine (scripts/local-slurm.sh)
   munge slurmctld slurmd slurm-client
   # The HTML report's end-to-end tests render it in headless Chromium.
