@@ -11,6 +11,7 @@
 #include "tuner/driver/driver_impl.h"
 #include "tuner/driver/progress.h"
 #include "tuner/exec/session_base.h"
+#include "tuner/exec/trial_processes.h"
 #include "tuner/exec/transport.h"
 
 namespace tune::internal {
@@ -426,6 +427,9 @@ bool disk_full(const std::string& message) {
 std::string Driver::run() {
   try {
     open();
+    // Programs a dead driver's trials left running (its records, their
+    // cgroups, TUNE_TRIAL_DIR): ended before any trial starts again.
+    if (resume_) end_leftover_processes_of_experiment(experiment_dir_.string());
     while (step(std::chrono::milliseconds(50))) {
     }
     finish();
