@@ -16,7 +16,7 @@
 
 #include "base/error.h"
 #include "base/json.h"
-#include "tuner/exec/trial_processes.h"
+#include "tuner/exec/process_supervisor.h"
 
 namespace tune::internal {
 namespace {

@@ -2,13 +2,14 @@
 // always end them all (README "What tune guarantees about a trial's
 // processes").
 //
-// Every program a trial runs gets a supervisor: a process forked by tune
-// (no exec) that forks the program and stays its parent. The supervisor is
-// the subreaper of everything the program starts (PR_SET_CHILD_SUBREAPER):
-// a descendant that double-forks or calls setsid() is reparented to it, not
-// to init. It reports the program's exit and ends every descendant when tune
-// tells it to, when the thread that started it ends, or when tune dies (its
-// control socket closes: a kill -9 of `tune run` included).
+// Every program a trial runs gets a supervisor (process_supervisor.h): a
+// process forked by tune (no exec) that forks the program and stays its
+// parent. The supervisor is the subreaper of everything the program starts
+// (PR_SET_CHILD_SUBREAPER): a descendant that double-forks or calls
+// setsid() is reparented to it, not to init. It reports the program's exit
+// and ends every descendant when tune tells it to, when the thread that
+// started it ends, or when tune dies (its control socket closes: a kill -9
+// of `tune run` included).
 //
 // Where cgroup v2 can be written (root, or a delegated subtree), the program
 // and its descendants are also in a cgroup of their own under tune's, and
@@ -40,28 +41,6 @@ struct TrialCgroup {
 TrialCgroup make_trial_cgroup();
 // Closes its descriptors (the cgroup folder stays: the supervisor removes it).
 void close_trial_cgroup(TrialCgroup& cgroup);
-
-// What the supervisor needs, prepared before fork (it may not allocate).
-struct SupervisorPlan {
-  char* const* argv = nullptr;
-  char* const* envp = nullptr;
-  const char* cwd = nullptr;
-  int stdout_fd = -1, stderr_fd = -1;  // write ends, for the program
-  int failed_fd = -1;  // the program writes errno here if chdir/exec fails (negative: chdir)
-  int control_fd = -1;  // the supervisor's end of the control socket
-  TrialCgroup cgroup;
-};
-
-// The supervisor's messages on the control socket: 5 bytes each.
-inline constexpr char kProgramStarted = 'P';  // + the program's pid (int32)
-inline constexpr char kProgramExited = 'X';   // + its wait status (int32)
-// Tune's commands: 'T' sends SIGTERM to the program's process group; closing
-// the socket (or the supervisor's parent thread ending) ends everything.
-inline constexpr char kTerminateProgram = 'T';
-
-// The supervisor's body, in the child of fork(): async-signal-safe calls
-// only. Never returns.
-[[noreturn]] void run_supervisor(const SupervisorPlan& plan);
 
 // Writes PATH (a trial folder's `processes` record): this host, the
 // supervisor and the program with their start times, the cgroup.
