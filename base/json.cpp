@@ -1,39 +1,118 @@
 #include "base/json.h"
 
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <istream>
+#include <iterator>
 
 namespace tune {
 namespace {
 
-struct TooDeep {};
+constexpr size_t kMaxWhy = 200;
 
-template <class Input>
-Json parse_bounded(Input&& input, int max_depth, std::string* why) {
-  const Json::parser_callback_t limit = [max_depth](int depth, Json::parse_event_t, Json&) {
-    if (depth > max_depth) throw TooDeep{};
-    return true;
-  };
+// Why `text` is refused before parsing, or "": it opens more than
+// `max_depth` arrays or objects at once, or holds a NUL byte (no JSON does,
+// and nlohmann takes one for the end of the text, which would silently drop
+// what follows). A linear scan that skips strings: for any text nlohmann
+// accepts (valid JSON) it counts exactly, and it costs a fraction of the
+// parse that follows (nlohmann's per-event callback costs about three times
+// as much).
+std::string refused(std::string_view text, int max_depth) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\0') return "a NUL byte at offset " + std::to_string(i) + " (JSON has none)";
+    if (in_string) {
+      if (c == '\\') {
+        if (i + 1 < text.size() && text[i + 1] == '\0') continue;  // reported above, next turn
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > max_depth) return "nested deeper than " + std::to_string(max_depth) + " levels";
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+Json parse_json(std::string_view text, int max_depth, std::string* why) {
+  if (std::string reason = refused(text, max_depth); !reason.empty()) {
+    if (why) *why = std::move(reason);
+    return Json(Json::value_t::discarded);
+  }
   try {
-    return Json::parse(std::forward<Input>(input), limit, /*allow_exceptions=*/true);
-  } catch (const TooDeep&) {
-    if (why) *why = "nested deeper than " + std::to_string(max_depth) + " levels";
+    return Json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/true);
   } catch (const Json::exception& e) {
     if (why) {
       // nlohmann's "[json.exception.parse_error.101] parse error at line 1, column 2: ..."
       const std::string what = e.what();
       const auto at = what.find("] ");
       *why = at == std::string::npos ? what : what.substr(at + 2);
+      // "last read: '...'" quotes the offending token, which may be long.
+      if (why->size() > kMaxWhy) *why = why->substr(0, kMaxWhy) + "...";
     }
   }
   return Json(Json::value_t::discarded);
 }
 
-}  // namespace
-
-Json parse_json(std::string_view text, int max_depth, std::string* why) {
-  return parse_bounded(text, max_depth, why);
+Json parse_json(std::istream& in, int max_depth, std::string* why) {
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return parse_json(text, max_depth, why);
 }
 
-Json parse_json(std::istream& in, int max_depth, std::string* why) { return parse_bounded(in, max_depth, why); }
+Json read_json_file(const std::string& path, size_t max_bytes, int max_depth, std::string* why) {
+  auto fail = [&](const std::string& reason) {
+    if (why) *why = reason;
+    return Json(Json::value_t::discarded);
+  };
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return fail(ec ? ec.message() : "not a regular file");
+  const auto size = std::filesystem::file_size(path, ec);
+  if (ec) return fail(ec.message());
+  if (size > max_bytes) return fail("larger than " + std::to_string(max_bytes) + " bytes");
+  std::ifstream in(path, std::ios::binary);
+  std::string text;
+  text.resize(size);
+  if (!in.read(text.data(), static_cast<std::streamsize>(size))) return fail("cannot be read");
+  return parse_json(text, max_depth, why);
+}
+
+std::string one_line(std::string_view text, size_t max_bytes) {
+  const bool cut = text.size() > max_bytes;
+  if (cut) {
+    size_t end = max_bytes;  // not inside a UTF-8 sequence
+    while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xc0) == 0x80) --end;
+    text = text.substr(0, end);
+  }
+  std::string out;
+  out.reserve(text.size() + (cut ? 3 : 0));
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte >= 0x20 && byte != 0x7f) {
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else {
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\u%04x", byte);
+      out += escaped;
+    }
+  }
+  if (cut) out += "...";
+  return out;
+}
 
 }  // namespace tune

@@ -46,12 +46,34 @@ T json_integer(const Json& value) {
 inline constexpr int kMaxJsonDepth = 128;
 
 // Parses `text`; returns a discarded value (is_discarded()) when it is not
-// JSON or nests deeper than `max_depth`, and then says which in `*why` (one
-// line) when `why` is given. Never throws for bad input.
+// JSON, holds a NUL byte (nlohmann would take it for the end and drop what
+// follows) or opens more than `max_depth` arrays or objects at once (`[[1]]`
+// is 2 deep, `1` is 0), and then says which in `*why` (one line: "nested
+// deeper than 128 levels", "a NUL byte at offset 11 (JSON has none)", "parse
+// error at line 1, column 9: ...", "number overflow parsing '1e400'") when
+// `why` is given. Never throws for bad input.
+// The stream form reads `in` to its end first (bound its size yourself).
 //
 //   Json value = parse_json(line, kMaxJsonDepth, &why);
 //   if (value.is_discarded()) fail("not JSON: " + why);
 Json parse_json(std::string_view text, int max_depth = kMaxJsonDepth, std::string* why = nullptr);
 Json parse_json(std::istream& in, int max_depth = kMaxJsonDepth, std::string* why = nullptr);
+
+// What a JSON file written outside tune's control may hold (a checkpoint's
+// state.json).
+inline constexpr size_t kMaxJsonFileBytes = size_t{1} << 30;
+
+// The JSON in the file at `path`, parsed as parse_json does; discarded (and
+// `*why` says so) if it cannot be read, is not a regular file, holds more
+// than `max_bytes` or is not JSON.
+Json read_json_file(const std::string& path, size_t max_bytes = kMaxJsonFileBytes, int max_depth = kMaxJsonDepth,
+                    std::string* why = nullptr);
+
+// `text` for a one-line message or a store's text column: control bytes and
+// DEL written as JSON strings write them (\n, \t, \u0000, \u007f),
+// everything else as it is; longer than `max_bytes`, cut there with "...".
+//
+//   throw Error("the program printed `" + one_line(line, 80) + "`, ...");
+std::string one_line(std::string_view text, size_t max_bytes = std::string::npos);
 
 }  // namespace tune

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "base/json.h"
 #include "storage/internal/json_scan.h"
 #include "storage/internal/rows.h"
 
@@ -33,7 +34,7 @@ constexpr const char* kEventsAfter =
 
 // Rows whose text the scanner refuses (escaped keys) take the slow path.
 void parse_numbers(const char* text, size_t size, const std::vector<std::string>& keys, double* out) {
-  const Json metrics = Json::parse(text, text + size, nullptr, false);
+  const Json metrics = parse_json(std::string_view(text, size));
   for (size_t k = 0; k < keys.size(); ++k) {
     out[k] = NAN;
     if (!metrics.is_object()) continue;

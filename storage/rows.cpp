@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "base/error.h"
+#include "base/json.h"
 
 namespace tune::storage_internal {
 
@@ -23,9 +24,10 @@ void bind_json_or_null(SQLite::Statement& s, int index, const Json& j) {
 Json json_column(const SQLite::Column& c, const char* table) {
   if (c.isNull()) return Json();
   const char* text = c.getText();
-  Json j = Json::parse(text, text + c.getBytes(), nullptr, false);
+  std::string why;
+  Json j = parse_json(std::string_view(text, static_cast<size_t>(c.getBytes())), kMaxJsonDepth, &why);
   if (j.is_discarded()) {
-    throw Error(std::string("store: malformed JSON in ") + table + "." + c.getName());
+    throw Error(std::string("store: malformed JSON in ") + table + "." + c.getName() + " (" + why + ")");
   }
   return j;
 }

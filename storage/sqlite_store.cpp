@@ -7,6 +7,8 @@
 #include <SQLiteCpp/SQLiteCpp.h>
 #include <sqlite3.h>
 
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -35,7 +37,10 @@ class SqliteStore final : public Store {
             // drivers on one store, 2 cores) a holder can be descheduled for
             // seconds; a driver that gave up would end its sweep.
             /*busy_timeout_ms=*/30000),
-        read_only_(read_only) {}
+        read_only_(read_only),
+        reserve_path_(read_only ? "" : path + "-reserve") {
+    keep_reserve();
+  }
 
   // file:PATH?immutable=1, with the characters a URI path reserves escaped.
   static std::string immutable_uri(const std::string& path) {
@@ -448,8 +453,28 @@ class SqliteStore final : public Store {
     try {
       return f();
     } catch (const SQLite::Exception& e) {
+      if (e.getErrorCode() == SQLITE_FULL) free_reserve();
       throw Error(std::string("store: ") + what + ": " + e.what());
     }
+  }
+
+  // Room kept for the record of a stop when the disk fills (the experiment's
+  // INTERRUPTED, the lease's release): a file of kReserveBytes beside the
+  // database while it is open for writing, removed when a write fails for
+  // want of space, made again at the next open. Best effort: a disk already
+  // full keeps what it could take.
+  static constexpr size_t kReserveBytes = size_t{128} << 10;
+  void keep_reserve() {
+    if (reserve_path_.empty()) return;
+    std::error_code ec;
+    if (std::filesystem::file_size(reserve_path_, ec) >= kReserveBytes && !ec) return;
+    std::ofstream out(reserve_path_, std::ios::binary | std::ios::trunc);
+    const std::string zeros(kReserveBytes, '\0');
+    out.write(zeros.data(), static_cast<std::streamsize>(zeros.size()));
+  }
+  void free_reserve() {
+    std::error_code ec;
+    if (!reserve_path_.empty()) std::filesystem::remove(reserve_path_, ec);
   }
 
   void exec_cached(const char* sql) {
@@ -481,6 +506,7 @@ class SqliteStore final : public Store {
   SQLite::Database db_;  // declared before cache_: statements must die first
   std::unordered_map<const char*, std::unique_ptr<SQLite::Statement>> cache_;
   bool read_only_;
+  std::string reserve_path_;  // "" when read-only
   int depth_ = 0;
 };
 

@@ -44,12 +44,20 @@ std::unique_ptr<Store> Store::open(const std::string& dir, bool read_only, Durab
     try {
       version = user_version(raw_database(*store));  // the first read: a non-SQLite file fails here
     } catch (const SQLite::Exception& e) {
-      // A WAL store whose writer is gone (no -wal file) in a folder this
-      // process may not write: SQLite cannot create the -shm it reads through
-      // and says "attempt to write a readonly database". With no writer
-      // possible, reading the file as immutable is exact.
+      // A WAL store whose writer is gone (no -wal file, or an empty one) in a
+      // folder this process may not write, or on a read-only mount: SQLite
+      // cannot create the -shm it reads through and says "attempt to write a
+      // readonly database" or "unable to open database file". With no writer
+      // (a writer always has its -wal), reading the file as immutable is exact.
+      const int code = e.getErrorCode();
+      if (!read_only || (code != SQLITE_READONLY && code != SQLITE_CANTOPEN)) throw;
       std::error_code ec;
-      if (!read_only || e.getErrorCode() != SQLITE_READONLY || fs::exists(path + "-wal", ec)) throw;
+      const bool log_empty = !fs::exists(path + "-wal", ec) || fs::file_size(path + "-wal", ec) == 0;
+      if (!log_empty) {
+        throw Error("cannot read " + path + " here (" + e.what() + "): its write-ahead log " + path +
+                    "-wal holds changes SQLite can read only with a " + path +
+                    "-shm it may create; copy the folder somewhere writable, or let tune open it once where it can write");
+      }
       store = open_sqlite_store(path, true, /*immutable=*/true);
       version = user_version(raw_database(*store));
     }

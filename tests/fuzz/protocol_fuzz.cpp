@@ -22,7 +22,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::optional<tune::Json> frame = parse_frame(bytes);
     // Rank 0 also reads a plain JSON text (worker.cpp): the body alone.
     if (!frame && size > 4) {
-      tune::Json body = tune::Json::parse(bytes.substr(4), nullptr, /*allow_exceptions=*/false);
+      tune::Json body = tune::parse_json(bytes.substr(4));
       if (!body.is_discarded()) frame = body;
     }
     if (!frame) return;

@@ -554,5 +554,50 @@ TEST(SweepSpecYaml, NonFiniteValuesAreRefusedAtTheirLine) {
             "sweep.yaml:3: parameter 'g': .nan and .inf cannot be values (JSON, which the store keeps, has neither)");
 }
 
+// Issue 30, 7: a domain's mapping with another key was read as a nested
+// constant, silently fixing the parameter.
+TEST(SweepSpecErrors, ADomainMappingWithAnotherKeyIsAnErrorAtThatKey) {
+  const std::string head = "trainable: t\nparam_space:\n  a: {uniform: [0, 1]}\n";
+  EXPECT_EQ(error_of(head + "  x: {uniform: [0, 1], extra: 1}\n"),
+            "sweep.yaml:4: parameter 'x': a domain is a mapping with one key (uniform: [...]), but it also has "
+            "'extra' (a nested section cannot use a domain's name as a key)");
+  EXPECT_EQ(error_of(head + "  x:\n    loguniform: [1, 2]\n    grid_search: [1]\n"),
+            "sweep.yaml:6: parameter 'x': a domain is a mapping with one key (loguniform: [...]), but it also has "
+            "'grid_search' (one parameter takes one domain)");
+  EXPECT_EQ(error_of(head + "  m:\n    inner: {choice: [1, 2], width: 3}\n"),
+            "sweep.yaml:5: parameter 'm.inner': a domain is a mapping with one key (choice: [...]), but it also has "
+            "'width' (a nested section cannot use a domain's name as a key)");
+}
+
+// Issue 30, 7: a string or .nan for a numeric parameter ran a trial with it
+// (NaN stored as null).
+TEST(SweepSpecErrors, PointsToEvaluateHoldFiniteNumbersForNumericParameters) {
+  const std::string head =
+      "trainable: t\nparam_space: {x: {uniform: [0, 1]}, n: {randint: [0, 9]}, c: {choice: [a, b]}, m: {d: 1}}\n";
+  EXPECT_EQ(error_of(head + "points_to_evaluate:\n  - {x: .nan}\n"),
+            "sweep.yaml:4: points_to_evaluate: x: .nan and .inf cannot be values (JSON, which the store keeps, has "
+            "neither)");
+  EXPECT_EQ(error_of(head + "points_to_evaluate:\n  - {x: 0.5}\n  - {x: abc}\n"),
+            "sweep.yaml:5: points_to_evaluate: x must be a number (its domain is uniform), got \"abc\"");
+  EXPECT_EQ(error_of(head + "points_to_evaluate:\n  - {n: 2.5}\n"),
+            "sweep.yaml:4: points_to_evaluate: n must be an integer (its domain is randint), got 2.5");
+  EXPECT_EQ(error_of(head + "points_to_evaluate:\n  - {m: {d: -.inf}}\n"),
+            "sweep.yaml:4: points_to_evaluate: m.d: .nan and .inf cannot be values (JSON, which the store keeps, has "
+            "neither)");
+  EXPECT_EQ(error_of(head + "points_to_evaluate: [{x: 1, n: 3, c: a}, {n: 4.0, c: z}]\n"), "no error")
+      << "a whole float for an integer domain, a value a choice does not list: as Ray Tune takes them";
+}
+
+// Issue 30, 7: a name with a newline gave a 2-line error, one with a NUL a
+// cut one.
+TEST(SweepSpecErrors, AControlCharacterInTheNameIsShownEscapedOnOneLine) {
+  EXPECT_EQ(error_of("name: \"a\\nb\"\n" + std::string(kMinimal)),
+            "sweep.yaml:1: experiment name 'a\\nb' has a control character (use letters, digits, '_', '-', '.')");
+  EXPECT_EQ(error_of("name: \"a\\0b\"\n" + std::string(kMinimal)),
+            "sweep.yaml:1: experiment name 'a\\u0000b' has a control character (use letters, digits, '_', '-', '.')");
+  // Any message quoting a value with a newline (error_of checks one line).
+  EXPECT_THAT(error_of(std::string(kMinimal) + "scheduler: {type: \"as\\nha\"}\n"), HasSubstr("as\\nha"));
+}
+
 }  // namespace
 }  // namespace tune

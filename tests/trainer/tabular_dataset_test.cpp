@@ -154,6 +154,17 @@ TEST_F(TabularPrepare, NamesAnAbsentLabelOrFeatureColumn) {
   EXPECT_EQ(feature.key_path(), "data.features[0]");
 }
 
+// A file that cannot be read is an error about data.path, which a sweep
+// file's loader turns into its line.
+TEST_F(TabularPrepare, AnUnreadableDataFileIsAnErrorAboutDataPath) {
+  const ConfigError device = config_error([&] { prepare({{"data", {{"path", "/dev/zero"}, {"label", "y"}}}}); });
+  EXPECT_EQ(std::string(device.what()), "/dev/zero: cannot read: not a regular file (a device, pipe or socket may never end)");
+  EXPECT_EQ(device.key_path(), "data.path");
+  const ConfigError ragged = config_error([&] { prepare(setup("x,y\n1,0\n1,2,3\n")); });
+  EXPECT_EQ(std::string(ragged.what()), path(0) + ":3: row has 3 cells, the header has 2");
+  EXPECT_EQ(ragged.key_path(), "data.path");
+}
+
 TEST_F(TabularPrepare, AMissingLabelNamesItsLine) {
   EXPECT_EQ(std::string(config_error([&] { prepare(setup("x,y\n1,0\n2,1\n3,NA\n4,1\n")); }).what()),
             path(0) + ":4: the label 'y' is missing");

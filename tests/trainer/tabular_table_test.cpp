@@ -4,7 +4,10 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
+
+#include <sys/stat.h>
 
 #include "base/error.h"
 #include "test_util.h"
@@ -124,6 +127,25 @@ TEST_F(TabularCsv, AMissingFileCannotBeRead) {
   const std::string missing = dir_.file("nope.csv");
   EXPECT_EQ(config_error([&] { read_csv(missing); }), missing + ": cannot read: No such file or directory");
   EXPECT_EQ(config_error([&] { read_csv(dir_.path()); }), dir_.path() + ": cannot read: it is a directory");
+}
+
+// Issue 30, 7: data: {path: /dev/zero} was read without a limit (2.2 GB,
+// then std::bad_alloc, or forever).
+TEST_F(TabularCsv, OnlyARegularFileOfBoundedSizeIsRead) {
+  EXPECT_EQ(config_error([&] { read_csv("/dev/zero"); }),
+            "/dev/zero: cannot read: not a regular file (a device, pipe or socket may never end)");
+  const std::string fifo = dir_.file("pipe.csv");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(config_error([&] { read_csv(fifo); }),
+            fifo + ": cannot read: not a regular file (a device, pipe or socket may never end)")
+      << "refused before it is opened for reading (which would wait for a writer)";
+  // Larger than the bound: refused by its size (sparse: nothing is written).
+  const std::string big = dir_.file("big.csv");
+  { std::ofstream(big) << "a\n1\n"; }
+  std::filesystem::resize_file(big, kMaxCsvBytes + 1);
+  EXPECT_EQ(config_error([&] { read_csv(big); }),
+            big + ": cannot read: larger than 1024 MiB (tune holds the table in memory: sample it, or train from "
+                  "files with a command trainable)");
 }
 
 TEST_F(TabularCsv, AnEmptyFileIsAnError) {

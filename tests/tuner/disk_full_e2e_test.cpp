@@ -1,6 +1,6 @@
 // A sweep whose store's disk fills up: the driver stops with one clear line,
-// nothing it acknowledged is lost, and `tune resume` finishes once space is
-// back. The store lives on a small tmpfs mounted in a private mount namespace
+// records the stop (INTERRUPTED), acknowledged nothing it did not store, and
+// `tune resume` finishes once space is back. The store lives on a small tmpfs mounted in a private mount namespace
 // (unshare -m: nothing outside the test sees it).
 #include <gtest/gtest.h>
 #include <SQLiteCpp/SQLiteCpp.h>
@@ -23,7 +23,7 @@ trainable: synthetic
 metric: loss
 mode: min
 num_samples: 40
-max_concurrent_trials: 2
+max_concurrent_trials: 6
 param_space:
   x: {uniform: [1, 2]}
   iterations: 200
@@ -51,8 +51,10 @@ std::map<Key, std::string> results_of(const std::string& db_path) {
 TEST(DiskFull, TheDriverStopsCleanlyAndResumeFinishesOnceSpaceIsBack) {
   TempDir dir;
   const std::string sweep = dir.write("full.yaml", kSweep), mnt = dir.file("mnt");
+  // TUNE_ACK_LOG: every result a trial was answered about (session_base.h).
   const std::string script = "set -e; mkdir -p " + mnt + "; mount -t tmpfs -o size=600k tmpfs " + mnt + "; " +
-                             "set +e; " + TUNE_BINARY + " run " + sweep + " --storage " + mnt + "/store -q 2>" +
+                             "set +e; TUNE_ACK_LOG=" + dir.file("acks.log") + " " + TUNE_BINARY + " run " + sweep +
+                             " --slots 6 --storage " + mnt + "/store -q 2>" +
                              dir.file("run.err") + "; echo $? >" + dir.file("run.rc") + "; set -e; " +
                              "cp -r " + mnt + "/store " + dir.file("when_full") + "; " +
                              "mount -o remount,size=64m " + mnt + "; set +e; " + TUNE_BINARY +
@@ -77,6 +79,27 @@ TEST(DiskFull, TheDriverStopsCleanlyAndResumeFinishesOnceSpaceIsBack) {
     const auto [trial, attempt, iteration] = key;
     if (iteration > 1) EXPECT_TRUE(when_full.count({trial, attempt, iteration - 1})) << trial << "/" << iteration;
   }
+
+  // The stop is recorded: no RUNNING experiment without a driver.
+  {
+    SQLite::Database db(dir.file("when_full/tune.db"), SQLite::OPEN_READONLY);
+    EXPECT_EQ(db.execAndGet("SELECT status FROM experiments WHERE name = 'full'").getString(), "INTERRUPTED");
+  }
+  // Answered only after the commit, always (issue 30): the stop-time drain
+  // answered results that never were, and a trial took them as acknowledged.
+  std::ifstream acks(dir.file("acks.log"));
+  int acked = 0;
+  for (std::string experiment, verdict; acks >> experiment;) {
+    int trial = 0, iteration = 0;
+    acks >> trial >> iteration >> verdict;
+    ++acked;
+    bool stored = false;
+    for (const auto& [key, metrics] : when_full)
+      stored = stored || (std::get<0>(key) == trial && std::get<2>(key) == iteration);
+    EXPECT_TRUE(stored) << "trial " << trial << " iteration " << iteration << " was answered '" << verdict
+                        << "' but is not in the store";
+  }
+  EXPECT_GT(acked, 0);
 
   // ... and the resumed sweep finishes with every earlier result kept.
   EXPECT_EQ(read(dir.file("resume.rc")), "0\n") << read(dir.file("resume.err"));

@@ -102,5 +102,40 @@ TEST(ResultsExport, UnknownExperimentsAndFormatsAreErrors) {
   EXPECT_THROW(cli::export_results(q, out), ConfigError);
 }
 
+// Issue 30, 8: a program printing {"config/x": 9} in a trial whose config
+// has x lost the metric (--json kept the config's value, --csv had two
+// config/x columns); a NUL in a metric went raw into the CSV.
+TEST(ResultsExport, EveryMetricKeepsAColumnOfItsOwnAndNoControlByteIsRaw) {
+  TempDir dir;
+  auto store = Store::open(dir.path());
+  const int64_t id = store->create_experiment(ExperimentRecord{0, "clash", "FINISHED", "loss", "min"});
+  const int64_t t0 = store->add_trial(id, 0, {{"x", 1}});
+  store->add_result(t0, 1, 1,
+                    {{"loss", 0.5}, {"config/x", 9}, {"metrics/time", 3}, {"time", 4},
+                     {"note", std::string("a\0b\rc", 5)}, {"lo\x01ss", 1}},
+                    10);
+  cli::QueryOptions q;
+  q.storage = dir.path();
+  q.experiment = "clash";
+  q.format = "csv";
+  std::ostringstream csv;
+  cli::export_results(q, csv);
+  EXPECT_EQ(csv.str(),
+            "trial_index,attempt,iteration,time,loss,metrics/config/x,\"lo\\u0001ss\",metrics/metrics/time,note,"
+            "metrics/time,config/x\n"
+            "0,1,1,10.0,0.5,9,1,3,\"a\\u0000b\\rc\",4,1\n");
+  EXPECT_EQ(csv.str().find('\0'), std::string::npos);
+  q.format = "json";
+  std::ostringstream json;
+  cli::export_results(q, json);
+  const Json row = Json::parse(json.str()).at(0);
+  EXPECT_EQ(row["config/x"], 1) << "the config";
+  EXPECT_EQ(row["metrics/config/x"], 9) << "the metric";
+  EXPECT_EQ(row["metrics/metrics/time"], 3);
+  EXPECT_EQ(row["metrics/time"], 4);
+  EXPECT_EQ(row["time"], 10.0);
+  EXPECT_EQ(row["note"], std::string("a\0b\rc", 5)) << "JSON escapes it itself";
+}
+
 }  // namespace
 }  // namespace tune

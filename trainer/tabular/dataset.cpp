@@ -152,7 +152,14 @@ std::shared_ptr<const Prepared> prepare_uncached(const Json& setup) {
   prepared->spec = read_data_spec(setup.at("data"));
   const DataSpec& spec = prepared->spec;
   prepared->pipeline = Pipeline::from_spec(setup.value("preprocess", Json()));
-  const Table table = read_csv(spec.path);
+  const Table table = [&] {
+    try {
+      return read_csv(spec.path);
+    } catch (const ConfigError& e) {
+      if (!e.key_path().empty()) throw;
+      throw ConfigError::at("data.path", e.what());  // a sweep file's error names the line of data.path
+    }
+  }();
   const Column* label = table.find(spec.label);
   if (!label)
     throw ConfigError::at("data.label", table.source + ": no label column '" + spec.label + "'" +

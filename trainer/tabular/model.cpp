@@ -3,7 +3,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <iomanip>
 #include <map>
 #include <mutex>
@@ -26,10 +25,11 @@ std::map<std::string, ModelLoader>& loaders() {
 
 Json read_state(const std::string& checkpoint_dir) {
   const std::string path = checkpoint_dir + "/state.json";
-  std::ifstream in(path);
-  if (!in) throw NotFoundError("not a checkpoint directory (no state.json): " + checkpoint_dir);
-  Json state = Json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (state.is_discarded() || !state.is_object()) throw Error(path + " is not a JSON object");
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) throw NotFoundError("not a checkpoint directory (no state.json): " + checkpoint_dir);
+  std::string why = "not an object";
+  Json state = read_json_file(path, kMaxJsonFileBytes, kMaxJsonDepth, &why);
+  if (state.is_discarded() || !state.is_object()) throw Error(path + " is not a JSON object (" + one_line(why) + ")");
   return state;
 }
 
@@ -74,9 +74,7 @@ void register_model_loader(const std::string& trainable, ModelLoader loader) {
 }
 
 bool is_tabular_checkpoint(const std::string& checkpoint_dir) {
-  std::ifstream in(checkpoint_dir + "/state.json");
-  if (!in) return false;
-  Json state = Json::parse(in, nullptr, false);
+  const Json state = read_json_file(checkpoint_dir + "/state.json");
   return !state.is_discarded() && state.is_object() && state.contains("tabular");
 }
 

@@ -58,7 +58,7 @@ bool number_in(std::string_view text, double* value) {
 class FileText {
  public:
   explicit FileText(const std::string& path) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);  // a FIFO: no wait for a writer
     if (fd < 0) fail(path);
     struct stat info {};
     if (::fstat(fd, &info) != 0) fail(path, fd);
@@ -66,9 +66,14 @@ class FileText {
       ::close(fd);
       throw ConfigError(path, 0, "cannot read: it is a directory");
     }
+    if (!S_ISREG(info.st_mode)) {
+      ::close(fd);
+      throw ConfigError(path, 0, "cannot read: not a regular file (a device, pipe or socket may never end)");
+    }
+    if (static_cast<uint64_t>(info.st_size) > kMaxCsvBytes) too_large(path, fd);
     // Read, not mapped: a mapped file truncated by another process while it
     // is parsed would end the process with SIGBUS.
-    if (S_ISREG(info.st_mode) && info.st_size > 0) copy_.reserve(static_cast<size_t>(info.st_size));
+    copy_.reserve(static_cast<size_t>(info.st_size));
     char buffer[1 << 16];
     ssize_t got = 0;
     while ((got = ::read(fd, buffer, sizeof buffer)) != 0) {
@@ -76,6 +81,7 @@ class FileText {
         copy_.append(buffer, static_cast<size_t>(got));
       else if (errno != EINTR)
         fail(path, fd);
+      if (copy_.size() > kMaxCsvBytes) too_large(path, fd);  // it grew while being read
     }
     ::close(fd);
     text_ = copy_;
@@ -86,6 +92,12 @@ class FileText {
   std::string_view text() const { return text_; }
 
  private:
+  [[noreturn]] static void too_large(const std::string& path, int fd) {
+    ::close(fd);
+    throw ConfigError(path, 0, "cannot read: larger than " + std::to_string(kMaxCsvBytes >> 20) +
+                                   " MiB (tune holds the table in memory: sample it, or train from files with a command trainable)");
+  }
+
   [[noreturn]] static void fail(const std::string& path, int fd = -1) {
     const int error = errno;
     if (fd >= 0) ::close(fd);

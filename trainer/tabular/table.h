@@ -84,12 +84,15 @@ std::string json_kind(const Json& value);
 // characters at all are skipped. Column kinds are detected as described at
 // Column.
 //
+// Reads only a regular file of at most kMaxCsvBytes (a device such as
+// /dev/zero, a pipe or a socket is refused: it may never end).
 // Throws tune::ConfigError (one line, "PATH:LINE: message" where a line
-// applies) for: a missing/unreadable file ("PATH: cannot read ..."), an
-// empty file, a header with an empty or duplicate column name, no data rows,
+// applies) for: a missing/unreadable file ("PATH: cannot read ..."), one that
+// is not a regular file or is larger than kMaxCsvBytes, an empty file, a header with an empty or duplicate column name, no data rows,
 // a ragged row ("PATH:17: row has 5 cells, the header has 6"), an
 // unterminated quote, text after a closing quote.
 Table read_csv(const std::string& path);
+inline constexpr size_t kMaxCsvBytes = size_t{1} << 30;  // 1 GiB: the table is held in memory
 // The same for CSV text already in memory; `path` names it in messages.
 Table parse_csv(std::string_view text, const std::string& path);
 

@@ -421,8 +421,8 @@ Json load_checkpoint(const std::string& dir, torch::nn::Module& module, torch::o
   load("model.pt", [&](torch::serialize::InputArchive& a) { module.load(a); });
   if (optimizer) load("optimizer.pt", [&](torch::serialize::InputArchive& a) { optimizer->load(a); });
   Json state = Json::object();
-  std::ifstream in(dir + "/state.json");
-  if (in) state = Json::parse(in, nullptr, /*allow_exceptions=*/false);
+  std::error_code ec;
+  if (std::filesystem::exists(dir + "/state.json", ec)) state = read_json_file(dir + "/state.json");
   if (state.is_discarded() || !state.is_object()) throw std::runtime_error("bad checkpoint state " + dir + "/state.json");
   return state;
 }

@@ -14,10 +14,12 @@
 namespace tune::torch_dp {
 
 LoadedModel load_model(const std::string& checkpoint_dir) {
-  std::ifstream in(checkpoint_dir + "/state.json");
-  if (!in) throw NotFoundError("not a checkpoint directory (no state.json): " + checkpoint_dir);
-  Json state = Json::parse(in, nullptr, false);
-  if (state.is_discarded() || !state.contains("trainable") || !state.contains("config")) {
+  std::error_code ec;
+  if (!std::filesystem::exists(checkpoint_dir + "/state.json", ec))
+    throw NotFoundError("not a checkpoint directory (no state.json): " + checkpoint_dir);
+  Json state = read_json_file(checkpoint_dir + "/state.json");
+  if (state.is_discarded() || !state.is_object() || !state.contains("trainable") || !state["trainable"].is_string() ||
+      !state.contains("config")) {
     throw Error(checkpoint_dir + "/state.json does not name its trainable and config (not written by a tune example?)");
   }
   LoadedModel loaded;

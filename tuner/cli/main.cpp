@@ -202,7 +202,10 @@ int run_sweep(const std::string& command, const std::vector<std::string>& args) 
     multi_objective = !sweep.spec.objectives.empty();
     experiment = tune::internal::run_experiment(std::move(sweep), run, /*resume=*/true);
   }
-  if (tune::internal::g_interrupt_requests.load() > 0) return 130;
+  // 130 exactly when the store says INTERRUPTED: a signal that came after the
+  // driver's last commit interrupted nothing (the driver reads the flag then).
+  const auto stored = tune::Store::open(storage, true)->find_experiment(experiment);
+  if (stored && stored->status == "INTERRUPTED") return 130;
   tune::ResultGrid results = tune::load_results(storage, experiment);
   if (!quiet) {
     std::cout << "experiment " << experiment << ": " << results.num_terminated() << " terminated, "

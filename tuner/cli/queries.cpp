@@ -10,6 +10,7 @@
 #include "storage/store.h"
 #include "storage/analysis.h"
 #include "base/error.h"
+#include "base/json.h"
 #include "tuner/query/experiment_access.h"
 #include "base/names.h"
 #include "tuner/query/pareto_front.h"
@@ -65,9 +66,22 @@ Json trial_row(Store& store, const TrialRecord& trial, const std::string& mode) 
 }  // namespace
 
 std::string csv_cell(const std::string& text) {
-  if (text.find_first_of(",\"\n") == std::string::npos) return text;
+  auto control = [](char c) {
+    const auto byte = static_cast<unsigned char>(c);
+    return (byte < 0x20 && c != '\t' && c != '\n') || byte == 0x7f;
+  };
+  if (text.find_first_of(",\"\n") == std::string::npos && std::none_of(text.begin(), text.end(), control))
+    return text;
   std::string quoted = "\"";
-  for (char c : text) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
+  for (char c : text) {
+    if (c == '"') {
+      quoted += "\"\"";
+    } else if (control(c)) {
+      quoted += one_line(std::string(1, c));  // \u0000, \r: no raw control byte in the file
+    } else {
+      quoted += c;
+    }
+  }
   return quoted + "\"";
 }
 

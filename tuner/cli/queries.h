@@ -32,6 +32,8 @@ int list_trials(const QueryOptions& options, std::ostream& out);
 int show_best(const QueryOptions& options, std::ostream& out);
 int show_status(const QueryOptions& options, std::ostream& out);
 
-// A CSV cell: quoted (with "" for ") when it holds a comma, quote or newline.
+// A CSV cell: quoted (with "" for ") when it holds a comma, quote, newline
+// or control byte; control bytes other than tab and newline are written as
+// JSON escapes (\u0000, \r), never raw.
 std::string csv_cell(const std::string& text);
 }  // namespace tune::cli

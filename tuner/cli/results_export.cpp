@@ -42,8 +42,13 @@ std::map<int64_t, ConfigHistory> config_histories(Store& store, int64_t experime
   return histories;
 }
 
+// A metric keeps its name unless that could be read as another column: one
+// of the four fixed ones, or one starting "config/" or "metrics/". Those are
+// written "metrics/NAME", so no two keys ever share a column.
 std::string metric_column(const std::string& key) {
-  return std::find(kFixed.begin(), kFixed.end(), key) == kFixed.end() ? key : "metrics/" + key;
+  const bool taken = std::find(kFixed.begin(), kFixed.end(), key) != kFixed.end() || key.rfind("config/", 0) == 0 ||
+                     key.rfind("metrics/", 0) == 0;
+  return taken ? "metrics/" + key : key;
 }
 
 std::string cell(const Json& value) {

@@ -7,13 +7,16 @@
 //   <metric>...                             every key any result reported
 //                                           (the experiment's metric first);
 //                                           a metric named like one of the
-//                                           four above is written metrics/<name>
+//                                           four above, or starting config/ or
+//                                           metrics/, is written metrics/<name>
+//                                           (no two keys share a column)
 //   config/<param>...                       the trial's flattened config in
 //                                           effect for that result (PBT
 //                                           exploits change it mid-trial)
 //
 // Rows are ordered by trial, then as reported. A NaN metric (null in the
-// store) is an empty CSV cell / JSON null. --json writes an array of flat
+// store) is an empty CSV cell / JSON null. Control bytes in CSV cells are
+// written as JSON escapes (\u0000), never raw. --json writes an array of flat
 // objects with the same keys, one per line. Reads one snapshot of the store
 // read-only (safe while a sweep runs); memory does not grow with the results.
 //

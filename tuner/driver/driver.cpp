@@ -13,6 +13,7 @@
 #include "tuner/driver/progress.h"
 #include "tuner/exec/hosts.h"
 #include "tuner/exec/session_base.h"
+#include "tuner/exec/trial_processes.h"
 #include "tuner/exec/transport.h"
 
 namespace tune::internal {
@@ -38,15 +39,16 @@ Driver::~Driver() {
 }
 
 // Ends what still runs after an exception left the loop: live attempts are
-// cancelled and their results answered kStop until none is left (bounded:
-// the executor abandons what does not stop).
+// cancelled until none is left (bounded: the executor abandons what does not
+// stop). Results that arrive meanwhile are dropped without an answer: they
+// are not stored, so no trial may be told anything about them (an answer is
+// an acknowledgement, TUNE_ACK_LOG). An in-process trial sees its answer
+// broken and stops; a worker group is ended by the cancel.
 void Driver::drain() {
   for (const auto& [attempt, placement] : live_) executor_->cancel(attempt, "the driver is stopping");
   const double deadline = system_clock_.now() + 30;
   while (executor_->live() > 0 && system_clock_.now() < deadline) {
-    for (TrialEvent& event : events_.take(std::chrono::milliseconds(10))) {
-      if (event.reply) event.reply(Verdict::kStop);
-    }
+    events_.take(std::chrono::milliseconds(10));  // dropped, replies uncalled
     executor_->poll();
   }
 }
@@ -408,6 +410,9 @@ void Driver::save_states(bool force) {
 }
 
 void Driver::finish() {
+  // A signal after the loop's last look still interrupts the sweep: the CLI
+  // exits 130 exactly when the store says INTERRUPTED.
+  if (env_.interrupt && env_.interrupt->load() > 0) interrupted_ = true;
   Transaction txn(*store_);
   hold_lease();
   for (auto& [index, trial] : trials_) {
@@ -444,11 +449,31 @@ bool disk_full(const std::string& message) {
   return message.find("database or disk is full") != std::string::npos ||
          message.find("No space left on device") != std::string::npos;
 }
+
+// After a write failed for want of space: the experiment is INTERRUPTED
+// (`tune status` must not say RUNNING with no driver). The store freed the
+// room it keeps for this (tune.db-reserve) when its write failed; a second
+// try covers a failure that was not the store's (a checkpoint's folder).
+void record_disk_full_stop(Store& store, int64_t experiment_id, double now) {
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    try {
+      Transaction txn(store);
+      store.set_experiment_status(experiment_id, "INTERRUPTED");
+      store.add_event(experiment_id, std::nullopt, "disk_full", Json::object(), now);
+      txn.commit();
+      return;
+    } catch (const std::exception&) {
+    }
+  }
+}
 }  // namespace
 
 std::string Driver::run() {
   try {
     open();
+    // Programs a dead driver's trials left running (its records, their
+    // cgroups, TUNE_TRIAL_DIR): ended before any trial starts again.
+    if (resume_) end_leftover_processes_of_experiment(experiment_dir_.string());
     while (step(std::chrono::milliseconds(50))) {
     }
     finish();
@@ -456,6 +481,7 @@ std::string Driver::run() {
     // A write that did not commit was not acknowledged: the store holds every
     // result a trial was told about, and `tune resume` goes on from there.
     if (!disk_full(e.what())) throw;
+    if (store_ && experiment_.id > 0 && !lease_lost_) record_disk_full_stop(*store_, experiment_.id, clock_.unix_time());
     throw Error("the disk holding " + run_.storage_path + " is full (" + e.what() +
                 "); the sweep stopped with every acknowledged result stored: free space, then `tune resume " +
                 sweep_.spec.name + " --storage " + run_.storage_path + "`");

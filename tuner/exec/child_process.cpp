@@ -1,18 +1,22 @@
-// ChildProcess: see tuner/exec/child_process.h.
+// ChildProcess: see tuner/exec/child_process.h; the supervisor it talks to
+// is in trial_processes.cpp.
 #include "tuner/exec/child_process.h"
 
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <cstring>
+#include <filesystem>
 
 #include "base/error.h"
+#include "base/json.h"
+#include "tuner/exec/process_supervisor.h"
 
 namespace tune::internal {
 namespace {
@@ -20,9 +24,19 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr size_t kMaxLine = size_t{16} << 20;  // a longer stdout line fails the trial
 constexpr size_t kStderrTail = 4096;
+constexpr int kKilled = SIGKILL;  // a wait status: killed by SIGKILL
 
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
+void close_fd(int& fd) {
+  if (fd >= 0) ::close(fd);
+  fd = -1;
+}
+
+// Reads one chunk of `fd` into `chunk`; 0 at its end (or on an error).
+ssize_t read_chunk(int fd, char* chunk, size_t size) {
+  ssize_t n;
+  while ((n = ::read(fd, chunk, size)) < 0 && errno == EINTR) {
+  }
+  return n < 0 && errno == EAGAIN ? -1 : std::max<ssize_t>(n, 0);
 }
 
 }  // namespace
@@ -36,75 +50,119 @@ ChildProcess::ChildProcess(const std::vector<std::string>& argv, const std::stri
   args.push_back(nullptr);
   for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
-  int out[2], err[2], failed[2];
-  if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0 || ::pipe2(failed, O_CLOEXEC) != 0)
-    throw Error(std::string("cannot create pipes for the trial's program: ") + std::strerror(errno));
-  const pid_t parent = ::getpid();
-  pid_ = ::fork();
-  if (pid_ < 0) throw Error(std::string("cannot start the trial's program: fork: ") + std::strerror(errno));
-  if (pid_ == 0) {
-    // Only async-signal-safe calls until exec.
-    ::setpgid(0, 0);
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) ::_exit(127);
-    const int null = ::open("/dev/null", O_RDONLY);
-    if (null >= 0) ::dup2(null, 0);
-    ::dup2(out[1], 1);
-    ::dup2(err[1], 2);
-    int code;  // negative: chdir failed; positive: exec failed
-    if (::chdir(cwd.c_str()) != 0) {
-      code = -errno;
-    } else {
-      ::execvpe(args[0], args.data(), envp.data());
-      code = errno;
-    }
-    (void)!::write(failed[1], &code, sizeof code);
-    ::_exit(127);
+  int out[2] = {-1, -1}, err[2] = {-1, -1}, failed[2] = {-1, -1}, control[2] = {-1, -1};
+  if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0 || ::pipe2(failed, O_CLOEXEC) != 0 ||
+      ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, control) != 0) {
+    const int error = errno;
+    for (int fd : {out[0], out[1], err[0], err[1], failed[0], failed[1], control[0], control[1]})
+      if (fd >= 0) ::close(fd);
+    throw Error(std::string("cannot create pipes for the trial's program: ") + std::strerror(error));
   }
-  ::setpgid(pid_, pid_);  // also here: no race with an early kill
-  ::close(out[1]);
-  ::close(err[1]);
-  ::close(failed[1]);
+  TrialCgroup cgroup = make_trial_cgroup();
+  SupervisorPlan plan;
+  plan.argv = args.data();
+  plan.envp = envp.data();
+  plan.cwd = cwd.c_str();
+  plan.stdout_fd = out[1];
+  plan.stderr_fd = err[1];
+  plan.failed_fd = failed[1];
+  plan.control_fd = control[1];
+  plan.cgroup = cgroup;
+  supervisor_ = ::fork();
+  if (supervisor_ == 0) run_supervisor(plan);
+  const int fork_error = errno;
+  close_trial_cgroup(cgroup);
+  for (int fd : {out[1], err[1], failed[1], control[1]}) ::close(fd);
   out_ = out[0];
   err_ = err[0];
+  control_ = control[0];
+  if (supervisor_ < 0) {
+    close_fd(out_), close_fd(err_), close_fd(control_), ::close(failed[0]);
+    finished_ = true;
+    throw Error(std::string("cannot start the trial's program: fork: ") + std::strerror(fork_error));
+  }
+  // The failure pipe closes when the program has exec'd (or failed to).
   int code = 0;
   ssize_t n;
   while ((n = ::read(failed[0], &code, sizeof code)) < 0 && errno == EINTR) {
   }
   ::close(failed[0]);
   if (n == sizeof code) {
-    reap(true);
-    ::close(out_);
-    ::close(err_);
+    finish();
     if (code < 0) throw Error("cannot enter " + cwd + " to run the trial's program: " + std::strerror(-code));
     throw Error("cannot run '" + argv[0] + "' (in " + cwd + "): " + std::strerror(code));
   }
+  // The supervisor says which process the program is right after starting it.
+  for (const auto start = Clock::now(); program_ < 0 && !status_ && Clock::now() - start < std::chrono::seconds(10);) {
+    pollfd fd{control_, POLLIN, 0};
+    if (::poll(&fd, 1, 100) > 0) read_control();
+  }
+  record_path_ = log_prefix + "processes";
+  record_trial_processes(record_path_, supervisor_, program_, cgroup.path);
   stdout_log_.open(log_prefix + "stdout.log", std::ios::app);
   stderr_log_.open(log_prefix + "stderr.log", std::ios::app);
+  last_output_ = Clock::now();
 }
 
 ChildProcess::~ChildProcess() {
-  if (pid_ > 0 && !exited_) {
-    ::kill(-pid_, SIGKILL);
-    reap(true);
+  try {
+    finish();
+  } catch (...) {
   }
-  if (out_ >= 0) ::close(out_);
-  if (err_ >= 0) ::close(err_);
+  close_fd(out_);
+  close_fd(err_);
+}
+
+void ChildProcess::read_control() {
+  if (control_ < 0) return;
+  char buffer[256];
+  ssize_t n;
+  while ((n = ::recv(control_, buffer, sizeof buffer, MSG_DONTWAIT)) > 0) control_buffer_.append(buffer, n);
+  const bool closed = n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR);
+  constexpr size_t kMessage = 5;
+  while (control_buffer_.size() >= kMessage) {
+    int32_t value = 0;
+    std::memcpy(&value, control_buffer_.data() + 1, sizeof value);
+    if (control_buffer_[0] == kProgramStarted) {
+      program_ = value;
+    } else if (control_buffer_[0] == kProgramExited && !status_) {
+      status_ = value;
+      exited_at_ = Clock::now();
+    }
+    control_buffer_.erase(0, kMessage);
+  }
+  if (closed) {
+    close_fd(control_);
+    if (!status_) {  // the supervisor died (SIGKILL): the program is gone with it (PDEATHSIG)
+      status_ = kKilled;
+      exited_at_ = Clock::now();
+      tail_ += "\n(the trial's supervisor process was killed)";
+    }
+  }
 }
 
 bool ChildProcess::pump(int timeout_ms, std::vector<std::string>* results) {
-  pollfd fds[2] = {{out_, POLLIN, 0}, {err_, POLLIN, 0}};
-  const int open = (out_ >= 0) + (err_ >= 0);
-  if (open == 0) return false;
-  if (::poll(fds, 2, timeout_ms) <= 0) return true;
+  auto drained = [&] {
+    if (!status_) return false;
+    const auto now = Clock::now();
+    return out_ < 0 || now - exited_at_ >= kDrainLimit || now - std::max(exited_at_, last_output_) >= kDrainQuiet;
+  };
+  if (drained()) return false;
+  if (status_) {  // waiting only as long as the drain may still last
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::max(exited_at_, last_output_) + kDrainQuiet - Clock::now());
+    timeout_ms = static_cast<int>(std::clamp<int64_t>(left.count() + 1, 0, timeout_ms));
+  }
+  pollfd fds[3] = {{out_, POLLIN, 0}, {err_, POLLIN, 0}, {control_, POLLIN, 0}};
+  if (::poll(fds, 3, timeout_ms) <= 0) return !drained();
+  if (fds[2].revents) read_control();
   char chunk[65536];
   for (int i = 0; i < 2; ++i) {
     if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-    const ssize_t n = ::read(fds[i].fd, chunk, sizeof chunk);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      ::close(fds[i].fd);
-      (i == 0 ? out_ : err_) = -1;
+    const ssize_t n = read_chunk(fds[i].fd, chunk, sizeof chunk);
+    if (n < 0) continue;
+    if (n == 0) {
+      close_fd(i == 0 ? out_ : err_);
       if (i == 0 && !line_.empty()) take_line(results);  // a last line without '\n'
       continue;
     }
@@ -115,6 +173,7 @@ bool ChildProcess::pump(int timeout_ms, std::vector<std::string>* results) {
       if (tail_.size() > 2 * kStderrTail) tail_.erase(0, tail_.size() - kStderrTail);
       continue;
     }
+    last_output_ = Clock::now();
     for (ssize_t k = 0; k < n; ++k) {
       if (chunk[k] != '\n') {
         line_ += chunk[k];
@@ -124,42 +183,76 @@ bool ChildProcess::pump(int timeout_ms, std::vector<std::string>* results) {
       }
     }
   }
-  return out_ >= 0 || err_ >= 0;
+  return !drained();
 }
 
 std::optional<int> ChildProcess::reap(bool block) {
-  if (exited_) return status_;
-  // Seen exited but not yet reaped, its group id is still taken: whatever
-  // it left running in the group (dataloader workers...) is killed first.
-  siginfo_t info{};
-  int r;
-  while ((r = ::waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOWAIT | (block ? 0 : WNOHANG))) < 0 &&
-         errno == EINTR) {
+  if (!status_ && !block) {
+    pollfd fd{control_, POLLIN, 0};
+    if (control_ >= 0 && ::poll(&fd, 1, 0) > 0) read_control();
   }
-  if (r != 0 || info.si_pid != pid_) return std::nullopt;
-  ::kill(-pid_, SIGKILL);
-  int status = 0;
-  pid_t reaped;
-  while ((reaped = ::waitpid(pid_, &status, 0)) < 0 && errno == EINTR) {
-  }
-  if (reaped != pid_) return std::nullopt;
-  exited_ = true;
-  status_ = status;
+  while (!status_ && block) pump(100, nullptr);
+  if (!status_) return std::nullopt;
+  finish();
   return status_;
 }
 
 void ChildProcess::stop(double grace) {
-  if (exited_) return;
-  ::kill(-pid_, SIGTERM);
-  const auto start = Clock::now();
-  while (!reap(false)) {
-    if (seconds_since(start) >= grace) {
-      ::kill(-pid_, SIGKILL);
-      reap(true);
-      break;
-    }
-    pump(10, nullptr);
+  if (finished_) return;
+  if (!status_ && control_ >= 0) {
+    const char command = kTerminateProgram;
+    (void)!::send(control_, &command, 1, MSG_NOSIGNAL);
+    const auto start = Clock::now();
+    while (!status_ && std::chrono::duration<double>(Clock::now() - start).count() < grace) pump(10, nullptr);
   }
+  finish();
+}
+
+void ChildProcess::finish() {
+  if (finished_) return;
+  finished_ = true;
+  if (control_ >= 0) {
+    // The supervisor reads the end of its control socket, ends every
+    // process of the trial, says how the program ended if it had not, and exits.
+    ::shutdown(control_, SHUT_WR);
+    const auto start = Clock::now();
+    while (control_ >= 0 && Clock::now() - start < std::chrono::seconds(10)) {
+      pollfd fd{control_, POLLIN, 0};
+      if (::poll(&fd, 1, 100) > 0) read_control();
+    }
+    if (control_ >= 0) ::kill(supervisor_, SIGKILL);  // it did not end: end it (its program has PDEATHSIG)
+    close_fd(control_);
+  }
+  if (supervisor_ > 0) {
+    int status = 0;
+    while (::waitpid(supervisor_, &status, 0) < 0 && errno == EINTR) {
+    }
+  }
+  if (!status_) status_ = kKilled;
+  // Whatever is left in the pipes goes to the logs; every writer is gone now.
+  char chunk[65536];
+  const auto start = Clock::now();
+  while ((out_ >= 0 || err_ >= 0) && Clock::now() - start < std::chrono::seconds(1)) {
+    pollfd fds[2] = {{out_, POLLIN, 0}, {err_, POLLIN, 0}};
+    if (::poll(fds, 2, 100) <= 0) break;
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || !fds[i].revents) continue;
+      const ssize_t n = read_chunk(fds[i].fd, chunk, sizeof chunk);
+      if (n <= 0) {
+        close_fd(i == 0 ? out_ : err_);
+      } else {
+        (i == 0 ? stdout_log_ : stderr_log_).write(chunk, n);
+      }
+    }
+  }
+  if (!line_.empty()) stdout_log_ << line_ << '\n';
+  line_.clear();
+  stdout_log_.flush();
+  stderr_log_.flush();
+  close_fd(out_);
+  close_fd(err_);
+  std::error_code ec;
+  if (!record_path_.empty()) std::filesystem::remove(record_path_, ec);
 }
 
 std::string ChildProcess::describe(int status) const {
@@ -181,7 +274,7 @@ std::string ChildProcess::describe(int status) const {
   for (size_t i = lines.size() > 5 ? lines.size() - 5 : 0; i < lines.size(); ++i)
     last += (last.empty() ? "" : " | ") + lines[i];
   if (last.size() > 1000) last = "..." + last.substr(last.size() - 1000);
-  return last.empty() ? what : what + ": " + last;
+  return last.empty() ? what : what + ": " + one_line(last);
 }
 
 void ChildProcess::take_line(std::vector<std::string>* results) {

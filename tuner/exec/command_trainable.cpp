@@ -2,8 +2,9 @@
 // child process per rank, its stdout read line by line for `@tune` results,
 // its stderr kept for the failure message. Ranks of a worker group agree on
 // each step through a one-byte broadcast from rank 0 ('r' a result follows,
-// 'e' the program ended, 'f' it failed), so every rank calls report() as
-// often as rank 0 does, while each still watches its own child.
+// 'a' the answer to the last one is read, 'e' the program ended, 'f' it
+// failed), so every rank calls report() and settle() as often as rank 0
+// does, while each still watches its own child.
 #include "tuner/exec/command_trainable.h"
 
 #include <mpi.h>
@@ -19,7 +20,6 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
-#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -29,9 +29,12 @@
 #include "base/error.h"
 #include "trainer/communicator.h"
 #include "trainer/session.h"
+#include "tuner/exec/checkpoint_handoff.h"
 #include "tuner/exec/child_process.h"
 #include "tuner/spec/command_spec.h"
 #include "tuner/exec/protocol.h"
+#include "tuner/exec/result_line.h"
+#include "tuner/exec/session_base.h"
 #include "tuner/exec/transport.h"
 
 extern char** environ;
@@ -43,6 +46,7 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 constexpr const char* kResultPrefix = "@tune ";
+constexpr double kQuietBeforeSettle = 0.2;  // s without a result before an answer that ran ahead is read
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -81,77 +85,6 @@ std::string share_text(MPI_Comm comm, int rank, const std::string& text, Idle id
   MPI_Ibcast(buffer, sizeof buffer, MPI_CHAR, 0, comm, &request);
   wait_request(request, idle);
   return buffer;
-}
-
-// ---- results --------------------------------------------------------------
-
-// Python's json.dumps writes NaN and Infinity, which JSON lacks: read them
-// as the non-finite numbers they are (the driver then fails the trial as for
-// any NaN metric).
-Json parse_result(const std::string& text) {
-  static const char* const kNames[] = {"-Infinity", "Infinity", "NaN"};
-  static const char* const kMarks[] = {"\"\\u0001-inf\"", "\"\\u0001inf\"", "\"\\u0001nan\""};
-  std::string clean;
-  bool in_string = false, marked = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      clean += c;
-      if (c == '\\' && i + 1 < text.size()) clean += text[++i];
-      else if (c == '"') in_string = false;
-      continue;
-    }
-    if (c == '"') in_string = true;
-    bool replaced = false;
-    for (int k = 0; k < 3 && !replaced; ++k) {
-      const size_t n = std::strlen(kNames[k]);
-      if (text.compare(i, n, kNames[k]) == 0) {
-        clean += kMarks[k];
-        i += n - 1;
-        replaced = marked = true;
-      }
-    }
-    if (!replaced) clean += c;
-  }
-  Json result = Json::parse(clean, nullptr, false);
-  std::string shown = text.size() > 80 ? text.substr(0, 80) + "..." : text;
-  if (result.is_discarded() || !result.is_object())
-    throw Error("the program printed `@tune " + shown + "`, which is not a JSON object (write @tune {\"loss\": 0.5})");
-  if (marked) {
-    for (auto& [key, value] : result.items()) {
-      if (!value.is_string()) continue;
-      const std::string s = value.get<std::string>();
-      if (s == "\x01nan") value = std::numeric_limits<double>::quiet_NaN();
-      else if (s == "\x01inf") value = std::numeric_limits<double>::infinity();
-      else if (s == "\x01-inf") value = -std::numeric_limits<double>::infinity();
-    }
-  }
-  return result;
-}
-
-// Takes the folder a result names as the result's checkpoint: renamed
-// whole (one atomic step) onto a new checkpoint folder of the session, or
-// copied across file systems. TUNE_CHECKPOINT_DIR itself is made again,
-// empty, for the next one.
-std::string take_checkpoint(Session& session, const Json& named, const std::string& cwd, const std::string& handoff) {
-  if (!named.is_string() || named.get<std::string>().empty())
-    throw Error("the program's @tune \"checkpoint\" must be a folder path, got " + named.dump());
-  fs::path from(named.get<std::string>());
-  if (from.is_relative()) from = fs::path(cwd) / from;
-  from = from.lexically_normal();
-  std::error_code ec;
-  if (!fs::is_directory(from, ec))
-    throw Error("the program's @tune result names checkpoint " + from.string() + ", which is not a folder");
-  const std::string dir = session.make_checkpoint_dir();  // new and empty: rename may replace it
-  fs::rename(from, dir, ec);
-  if (ec) {  // another file system
-    ec.clear();
-    fs::copy(from, dir, fs::copy_options::recursive | fs::copy_options::overwrite_existing, ec);
-    if (ec) throw Error("cannot take checkpoint " + from.string() + ": " + ec.message());
-    fs::remove_all(from, ec);
-  }
-  if (from == fs::path(handoff).lexically_normal()) fs::create_directories(handoff, ec);
-  return dir;
 }
 
 // ---- the environment ------------------------------------------------------
@@ -196,7 +129,9 @@ void run_command(Session& session) {
   std::map<std::string, std::string> env;
   for (const auto& [name, value] : spec.env) env[name] = substitute(value, config);
 
-  const std::string trial_dir = session.trial_dir();
+  // Absolute: the program runs in its own folder (trainable.cwd), and a
+  // relative --storage would name another place from there.
+  const std::string trial_dir = fs::absolute(session.trial_dir()).lexically_normal().string();
   const std::string handoff = (fs::path(trial_dir) / "checkpoint_next").string();
   std::unique_ptr<ChildProcess> child;
   auto idle = [&] {
@@ -241,7 +176,7 @@ void run_command(Session& session) {
   env["TUNE_ITERATION"] = std::to_string(session.iteration());
   env["TUNE_EXPERIMENT"] = session.experiment_name();
   env["TUNE_TRIAL_NAME"] = session.trial_name();
-  if (session.checkpoint()) env["TUNE_RESTORE_FROM"] = session.checkpoint()->path;
+  if (session.checkpoint()) env["TUNE_RESTORE_FROM"] = fs::absolute(session.checkpoint()->path).string();
   env["RANK"] = std::to_string(rank);
   env["WORLD_SIZE"] = std::to_string(world);
   env["LOCAL_RANK"] = std::to_string(env_int("OMPI_COMM_WORLD_LOCAL_RANK", 0));
@@ -275,10 +210,23 @@ void run_command(Session& session) {
     MPI_Ibcast(&value, 1, MPI_CHAR, 0, comm, &request);
     wait_request(request, idle);
   };
+  // A result that ran ahead is answered at the next report(), and a program
+  // may stay quiet for long (or for good): its answer is read once it has
+  // been quiet a moment, so that a stop nothing foresaw (a non-finite
+  // metric, the sweep's end) does not wait for the program's next line.
+  // Collective in a group, like report() ('a' on the other ranks).
+  auto* base = dynamic_cast<SessionBase*>(&session);
+  auto settle = [&] {
+    if (base && base->settle() == Verdict::kStop) {
+      child->stop(spec.stop_grace_s);
+      throw TrialStopped{};
+    }
+  };
 
   if (rank == 0) {
     std::vector<std::string> results;
     bool open = true;
+    auto last_report = Clock::now();
     while (open) {
       if (session.stop_requested()) {
         child->stop(spec.stop_grace_s);
@@ -290,9 +238,10 @@ void run_command(Session& session) {
         Json metrics;
         std::string checkpoint;
         try {
-          metrics = parse_result(text);
+          metrics = parse_result_line(text);
           if (metrics.contains("checkpoint")) {
-            checkpoint = take_checkpoint(session, metrics["checkpoint"], spec.cwd, handoff);
+            checkpoint = take_checkpoint(metrics["checkpoint"], {spec.cwd, trial_dir, handoff},
+                                         [&] { return session.make_checkpoint_dir(); });
             metrics.erase("checkpoint");
           }
         } catch (const Error&) {
@@ -302,6 +251,11 @@ void run_command(Session& session) {
         }
         if (group) flag('r');
         report(metrics, checkpoint);
+        last_report = Clock::now();
+      }
+      if (base && base->answer_pending() && seconds_since(last_report) >= kQuietBeforeSettle) {
+        if (group) flag('a');
+        settle();
       }
     }
     const int status = *child->reap(true);
@@ -324,6 +278,8 @@ void run_command(Session& session) {
     wait_request(request, watch);
     if (value == 'r') {
       report(Json::object(), "");
+    } else if (value == 'a') {
+      settle();
     } else if (value == 'e') {
       // Rank 0's program is done; this one should be too (bounded wait).
       const auto start = Clock::now();

@@ -402,7 +402,9 @@ struct GroupExecutor::State {
         }
         event.reply = [connection](Verdict v) { connection->send(VerdictMessage{v}); };
         if (!attempt) {
-          event.reply(Verdict::kStop);
+          // After shutdown() the group is being ended: a result nobody will
+          // store gets no answer (an answer is an acknowledgement).
+          if (!stopping) event.reply(Verdict::kStop);
           continue;
         }
       } else if (auto* done = std::get_if<DoneMessage>(&*message)) {
@@ -417,7 +419,7 @@ struct GroupExecutor::State {
       std::lock_guard<std::mutex> lock(mutex);
       Group* group = find(id);
       if (!group || !group->attempt || !attempt || !(*group->attempt == *attempt)) {
-        if (event.reply) event.reply(Verdict::kStop);
+        if (event.reply && !stopping) event.reply(Verdict::kStop);
         continue;
       }
       event.attempt = *attempt;

@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "base/error.h"
+#include "base/json.h"
 
 namespace tune::internal {
 namespace {
@@ -192,7 +193,7 @@ uint32_t frame_size(const unsigned char* header) {
 }
 
 std::optional<Json> parse_body(const std::string& body) {
-  Json message = Json::parse(body, nullptr, /*allow_exceptions=*/false);
+  Json message = parse_json(body);  // bounded nesting: a peer's frame
   if (message.is_discarded() || !message.is_object()) return std::nullopt;
   return message;
 }

@@ -63,6 +63,8 @@ class SessionBase : public Session {
   // attempt's connection must carry nothing unread when it ends). Collective
   // in a worker group, like report(). Returns that answer, or nullopt.
   std::optional<Verdict> settle();
+  // Whether a result ran ahead and its answer is still to be read (settle()).
+  bool answer_pending() const { return in_flight_; }
 
  protected:
   // Sends one result to the driver; false when it cannot be sent (the trial

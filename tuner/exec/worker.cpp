@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "base/error.h"
+#include "base/json.h"
 #include "tuner/exec/checkpoint_transfer.h"
 #include "tuner/exec/host_check.h"
 #include "tuner/exec/command_trainable.h"
@@ -90,7 +91,7 @@ void share_checkpoint(const Ranks& r, const std::string& dir) {
   MPI_Comm_rank(r.leaders, &me);
   std::string manifest = me == 0 ? manifest_json(list_checkpoint(dir)).dump() : "";
   manifest = broadcast(r.leaders, me, manifest);
-  const auto files = manifest_from_json(Json::parse(manifest, nullptr, false));
+  const auto files = manifest_from_json(parse_json(manifest));
   if (!files) return;
   std::string chunk(kCheckpointChunk, '\0');
   for (const auto& file : *files) {
@@ -351,7 +352,7 @@ void run_worker() {
   DriverWatch watch(fd);
   while (true) {
     const std::string text = broadcast(MPI_COMM_WORLD, ranks.rank, ranks.rank == 0 ? next_command(fd) : "");
-    auto command = decode_down(Json::parse(text, nullptr, false));
+    auto command = decode_down(parse_json(text));
     if (!command || !std::holds_alternative<RunMessage>(*command)) break;
     const TrialStart& start = std::get<RunMessage>(*command).trial;
     if (start.stream_checkpoints) {

@@ -6,6 +6,7 @@
 #include <limits>
 #include <set>
 
+#include "base/json.h"
 #include "base/names.h"
 #include "base/options.h"
 #include "search/domain.h"
@@ -97,6 +98,27 @@ void refuse_non_finite(const Json& value, const std::string& path) {
     throw ConfigError("parameter '" + path + "': .nan and .inf cannot be values (JSON, which the store keeps, has neither)");
 }
 
+// A mapping with a domain's key and any other key ({uniform: [0, 1], extra:
+// 1}) is a mistaken domain: read as a nested constant it would silently fix
+// the parameter.
+void refuse_mixed_domain(const OrderedJson& value, const std::string& path, const std::string& at) {
+  if (!value.is_object() || value.size() < 2) return;
+  std::string domain, other;
+  for (const auto& [key, item] : value.items()) {
+    (void)item;
+    if (is_domain_name(key) && domain.empty()) {
+      domain = key;
+    } else if (other.empty()) {
+      other = key;
+    }
+  }
+  if (domain.empty()) return;
+  const bool two = is_domain_name(other);
+  throw ConfigError::at_key(at + "." + other, "parameter '" + path + "': a domain is a mapping with one key (" + domain +
+                                                  ": [...]), but it also has '" + other + "'" +
+                                                  (two ? " (one parameter takes one domain)" : " (a nested section cannot use a domain's name as a key)"));
+}
+
 // Walks a param_space mapping in file order; every error names the
 // parameter's key path.
 void read_space(SearchSpace& space, const OrderedJson& node, const std::string& prefix, const std::string& doc_path) {
@@ -105,6 +127,7 @@ void read_space(SearchSpace& space, const OrderedJson& node, const std::string& 
     const std::string at = join_path(doc_path, name);
     if (name.empty()) throw ConfigError::at_key(at, "parameter names must be non-empty strings");
     try {
+      refuse_mixed_domain(value, path, at);
       if (value.is_object() && value.size() == 1) {
         const std::string kind = value.begin().key();
         const OrderedJson& args = value.begin().value();
@@ -192,6 +215,12 @@ class Reader {
       return;
     } else if (key == "name") {
       spec.name = one.text(key, "");
+      // Said here, escaped: the experiment's name check would print a newline
+      // or stop at a NUL.
+      for (const char c : spec.name)
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+          throw ConfigError::at(key, "experiment name '" + one_line(spec.name, 100) +
+                                         "' has a control character (use letters, digits, '_', '-', '.')");
     } else if (key == "metric" || key == "mode") {
       return;  // read_objectives, once both are known
     } else if (key == "num_samples") {
@@ -456,7 +485,7 @@ ConfigError SweepSource::locate(const ConfigError& error) const {
   } else if (const SourceMap::Lines* lines = lines_.find(path)) {
     line = error.about_key() && lines->key ? lines->key : lines->value;
   }
-  return ConfigError(file_, line, prefix + error.what());
+  return ConfigError(file_, line, one_line(prefix + error.what()));  // one line, whatever the file held
 }
 
 LoadedSweep read_sweep(const std::string& yaml_text, const std::string& file) {

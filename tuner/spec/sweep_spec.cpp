@@ -8,6 +8,7 @@
 #include <string>
 
 #include "base/error.h"
+#include "base/json.h"
 #include "base/names.h"
 #include "schedulers/scheduler.h"
 #include "tuner/spec/command_spec.h"
@@ -106,6 +107,36 @@ void check_fields(const SweepSpec& spec) {
   require(spec.preprocess.is_null() || spec.preprocess.is_array(), "preprocess", "preprocess must be a list");
 }
 
+// NaN or an infinity in a value: JSON (which the store keeps) has neither.
+bool has_non_finite(const Json& value) {
+  if (value.is_number_float()) return !std::isfinite(value.get<double>());
+  return value.is_structured() && std::any_of(value.begin(), value.end(), has_non_finite);
+}
+
+// A point's value for a numeric parameter is a finite number (an integer for
+// an integer domain), as Optuna's enqueue_trial asks: a string or .nan would
+// run a trial with a config the space cannot hold (NaN is stored as null).
+void check_point_values(const SearchSpace& space, const Json& point, const std::string& at) {
+  const Json flat = flatten(point);
+  for (const auto& item : flat.items()) {
+    require(!has_non_finite(item.value()), at + "." + item.key(),
+            "points_to_evaluate: " + item.key() + ": .nan and .inf cannot be values (JSON, which the store keeps, has neither)");
+  }
+  for (const auto& p : space.parameters()) {
+    const Json* value = find_path(point, p.path);
+    if (!value) continue;
+    const Domain& d = p.domain;
+    const bool numeric = d.kind == Domain::Kind::kFloat || d.kind == Domain::Kind::kInt || d.kind == Domain::Kind::kNormal;
+    if (!numeric) continue;
+    const bool integral = value->is_number_integer() ||
+                          (value->is_number_float() && std::floor(value->get<double>()) == value->get<double>());
+    const bool ok = value->is_number() && (d.kind != Domain::Kind::kInt || integral);
+    require(ok, at + "." + p.path,
+            "points_to_evaluate: " + p.path + " must be " + (d.kind == Domain::Kind::kInt ? "an integer" : "a number") +
+                " (its domain is " + d.name + "), got " + one_line(value->dump(), 80));
+  }
+}
+
 // Domains and points, which a sweep file has checked already but a spec
 // built in C++ has not.
 void check_space(const SweepSpec& spec) {
@@ -130,6 +161,7 @@ void check_space(const SweepSpec& spec) {
       require(known, at, "points_to_evaluate: unknown parameter '" + item.key() + "'" +
                              did_you_mean_or_list(item.key(), paths, "parameters"));
     }
+    check_point_values(spec.param_space, point, at);
     // A point can still clash with the space (a value under a constant).
     std::mt19937_64 unused(0);
     try {

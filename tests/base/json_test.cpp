@@ -1,0 +1,113 @@
+// parse_json: JSON from outside tune, bounded in nesting, never throwing.
+#include <gtest/gtest.h>
+
+#include <sstream>
+#include <string>
+
+#include "base/json.h"
+
+namespace tune {
+namespace {
+
+std::string nested_arrays(int depth, const std::string& inside = "1") {
+  return std::string(static_cast<size_t>(depth), '[') + inside + std::string(static_cast<size_t>(depth), ']');
+}
+
+TEST(ParseJson, ReadsWhatNlohmannReads) {
+  std::string why = "untouched";
+  const Json value = parse_json(R"({"loss": 0.5, "tags": ["a", {"b": null}], "n": 3})", kMaxJsonDepth, &why);
+  ASSERT_FALSE(value.is_discarded());
+  EXPECT_EQ(value, Json({{"loss", 0.5}, {"tags", {"a", {{"b", nullptr}}}}, {"n", 3}}));
+  EXPECT_TRUE(value["n"].is_number_integer());
+  EXPECT_EQ(why, "untouched") << "why is only written on failure";
+  EXPECT_EQ(parse_json("  17 "), Json(17));
+}
+
+TEST(ParseJson, AcceptsExactlyMaxDepthLevels) {
+  EXPECT_EQ(parse_json(nested_arrays(3), 3), Json::parse(nested_arrays(3)));
+  EXPECT_TRUE(parse_json(nested_arrays(4), 3).is_discarded());
+  EXPECT_FALSE(parse_json(R"({"a": {"b": [1]}})", 3).is_discarded());
+  EXPECT_TRUE(parse_json(R"({"a": {"b": [[1]]}})", 3).is_discarded());
+  EXPECT_FALSE(parse_json("5", 0).is_discarded());
+  EXPECT_TRUE(parse_json("[]", 0).is_discarded());
+}
+
+// The issue's line: nlohmann parses 60,000 levels iteratively, then its
+// copies and destructors recurse once per level and overflow the stack.
+TEST(ParseJson, RefusesTheDeepResultThatCrashedTheDriver) {
+  const std::string text = R"({"loss": 0.5, "deep": )" + nested_arrays(60000) + "}";
+  std::string why;
+  EXPECT_TRUE(parse_json(text, kMaxJsonDepth, &why).is_discarded());
+  EXPECT_EQ(why, "nested deeper than 128 levels");
+  EXPECT_TRUE(parse_json(nested_arrays(kMaxJsonDepth + 1)).is_discarded()) << "the default bound";
+  EXPECT_FALSE(parse_json(nested_arrays(kMaxJsonDepth)).is_discarded());
+}
+
+TEST(ParseJson, BracketsInsideStringsDoNotCount) {
+  const std::string text = R"({"s": "[[[[[[{{{{\"[[[[", "t": "\\"})";
+  const Json value = parse_json(text, 1);
+  ASSERT_FALSE(value.is_discarded()) << "one object deep; the brackets are text";
+  EXPECT_EQ(value["s"], "[[[[[[{{{{\"[[[[");
+  EXPECT_EQ(value["t"], "\\");
+}
+
+TEST(ParseJson, SaysWhyOnOneLine) {
+  struct Case {
+    std::string text, expected;
+  };
+  const Case cases[] = {
+      {"{not json", "syntax error"},
+      {R"({"loss": 1e400})", "number overflow parsing '1e400'"},
+      {"", "unexpected end of input"},
+      {"{\"a\": 1} trailing", "syntax error"},
+      {"{\"a\":\n\"x\ty\"}", "control character"},
+      {std::string("{\"a\":\n\"x\0y\"}", 12), "a NUL byte at offset 8 (JSON has none)"},
+  };
+  for (const auto& c : cases) {
+    std::string why;
+    EXPECT_TRUE(parse_json(c.text, kMaxJsonDepth, &why).is_discarded()) << c.text;
+    EXPECT_NE(why.find(c.expected), std::string::npos) << c.text << " -> " << why;
+    EXPECT_EQ(why.find('\n'), std::string::npos) << why;
+    EXPECT_EQ(why.find("json.exception"), std::string::npos) << "nlohmann's prefix is cut: " << why;
+  }
+}
+
+// nlohmann takes a NUL for the end of the text: what follows would be
+// dropped without a word.
+TEST(ParseJson, ANulByteIsRefusedNotTakenForTheEnd) {
+  std::string why;
+  EXPECT_TRUE(parse_json(std::string("{\"loss\": 1}\0{\"loss\": 99}", 24), kMaxJsonDepth, &why).is_discarded());
+  EXPECT_EQ(why, "a NUL byte at offset 11 (JSON has none)");
+  EXPECT_EQ(parse_json(R"({"s": "a\u0000b"})")["s"], std::string("a\0b", 3)) << "an escaped NUL is text";
+}
+
+TEST(ParseJson, AnOffendingLongTokenIsShortenedInWhy) {
+  std::string why;
+  EXPECT_TRUE(parse_json("[\"" + std::string(100000, 'x'), kMaxJsonDepth, &why).is_discarded());
+  EXPECT_LT(why.size(), 300u);
+}
+
+TEST(ParseJson, ReadsAStreamToItsEnd) {
+  std::istringstream good(R"({"trainable": "mlp", "config": {"lr": 0.1}})");
+  EXPECT_EQ(parse_json(good)["config"]["lr"], 0.1);
+  std::istringstream deep(nested_arrays(500));
+  std::string why;
+  EXPECT_TRUE(parse_json(deep, kMaxJsonDepth, &why).is_discarded());
+  EXPECT_EQ(why, "nested deeper than 128 levels");
+}
+
+TEST(OneLine, EscapesControlBytesAsJsonDoes) {
+  EXPECT_EQ(one_line("plain text, \"quoted\" and caf\xc3\xa9"), "plain text, \"quoted\" and caf\xc3\xa9");
+  EXPECT_EQ(one_line("a\nb\tc\rd"), "a\\nb\\tc\\rd");
+  EXPECT_EQ(one_line(std::string("a\0b\x1b[31m\x7f", 9)), "a\\u0000b\\u001b[31m\\u007f");
+}
+
+TEST(OneLine, CutsLongTextWithoutSplittingACharacter) {
+  EXPECT_EQ(one_line("abcdef", 3), "abc...");
+  EXPECT_EQ(one_line("abc", 3), "abc");
+  EXPECT_EQ(one_line("ab\xc3\xa9z", 3), "ab...") << "the 2-byte character does not fit";
+  EXPECT_EQ(one_line("\n\n", 1), "\\n...") << "the limit counts input bytes";
+}
+
+}  // namespace
+}  // namespace tune
