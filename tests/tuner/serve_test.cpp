@@ -28,94 +28,14 @@
 #include <httplib.h>
 
 #include "base/error.h"
+#include "serve_test_util.h"
 
 namespace tune {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
-
-constexpr char kToken[] = "0123456789abcdef-secret";
-
-// How often the fake model has been entered and is still inside.
-struct ModelProbe {
-  std::atomic<int> calls{0};
-  std::atomic<int> sleeping{0};
-};
-
-// Predicts the sum of each instance's features; a string feature is a
-// ConfigError, the value 666 a crash, and "sleep_ms" a pause first.
-ServedModel fake_model(ModelProbe* probe = nullptr) {
-  ServedModel model;
-  model.name = "iris";
-  model.metadata = {{"features", {"a", "b"}},
-                    {"task", "regression"},
-                    {"trial", 7},
-                    {"metric", {{"name", "val_loss"}, {"value", 0.5}}}};
-  model.predict = [probe](const Json& instances) {
-    if (probe != nullptr) probe->calls++;
-    Json predictions = Json::array();
-    for (const Json& instance : instances) {
-      double sum = 0;
-      for (const auto& [feature, value] : instance.items()) {
-        if (value.is_string()) throw ConfigError("feature '" + feature + "' is a string, not a number");
-        if (value == 666) throw std::runtime_error("the fake model crashed");
-        if (feature == "sleep_ms" && probe != nullptr) {
-          probe->sleeping++;
-          std::this_thread::sleep_for(std::chrono::milliseconds(value.get<int>()));
-          probe->sleeping--;
-        }
-        sum += value.get<double>();
-      }
-      predictions.push_back(sum);
-    }
-    return predictions;
-  };
-  return model;
-}
-
-ServeOptions loopback_options() {
-  ServeOptions options;
-  options.port = 0;
-  options.threads = 4;
-  return options;
-}
-
-// A Server serving on a thread of its own for the test's duration.
-class RunningServer {
- public:
-  explicit RunningServer(ServedModel model = fake_model(), ServeOptions options = loopback_options())
-      : server_(std::move(model), std::move(options)), serving_([this] { server_.run(); }) {}
-  ~RunningServer() { stop(); }
-  void stop() {
-    server_.stop();
-    if (serving_.joinable()) serving_.join();
-  }
-  int port() const { return server_.port(); }
-  Server& server() { return server_; }
-  httplib::Client client() const {
-    httplib::Client client("127.0.0.1", port());
-    client.set_connection_timeout(5);
-    client.set_read_timeout(10);
-    client.set_write_timeout(5);
-    client.set_keep_alive(true);
-    return client;
-  }
-
- private:
-  Server server_;
-  std::thread serving_;
-};
-
-httplib::Result predict(httplib::Client& client, const std::string& body, const std::string& model = "iris") {
-  return client.Post("/v1/models/" + model + ":predict", body, "application/json");
-}
-
-// The "error" of a JSON error response.
-std::string error_of(const httplib::Result& result) {
-  return Json::parse(result->body).at("error").get<std::string>();
-}
+using namespace serve_testing;
 
 // Prometheus text: "name{labels}" -> value, failing the test on a line that does not parse.
 std::map<std::string, double> parse_metrics(const std::string& text) {
@@ -129,30 +49,6 @@ std::map<std::string, double> parse_metrics(const std::string& text) {
     if (!match.empty()) samples[match[1]] = std::stod(match[3] == "+Inf" ? "inf" : match[3].str());
   }
   return samples;
-}
-
-// Sends `request` on a raw connection to 127.0.0.1:port and reads until the
-// server closes it (at most 5 s).
-std::string raw_exchange(int port, const std::string& request) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<uint16_t>(port));
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
-  EXPECT_EQ(::send(fd, request.data(), request.size(), MSG_NOSIGNAL), static_cast<ssize_t>(request.size()));
-  std::string answer;
-  auto deadline = Clock::now() + std::chrono::seconds(5);
-  char buffer[4096];
-  while (Clock::now() < deadline) {
-    pollfd entry{fd, POLLIN, 0};
-    if (::poll(&entry, 1, 100) <= 0) continue;
-    ssize_t count = ::recv(fd, buffer, sizeof buffer, 0);
-    if (count <= 0) break;
-    answer.append(buffer, static_cast<size_t>(count));
-  }
-  ::close(fd);
-  return answer;
 }
 
 TEST(Serve, PredictAnswersEachInstanceInOrder) {
@@ -247,10 +143,7 @@ TEST(Serve, MissingOrNonArrayOrEmptyInstancesAreA400) {
 TEST(Serve, AConfigErrorFromTheModelIsA400WithItsMessage) {
   RunningServer running;
   httplib::Client client = running.client();
-  auto result = predict(client, R"({"instances": [{"a": "setosa"}]})");
-  ASSERT_TRUE(result);
-  EXPECT_EQ(result->status, 400);
-  EXPECT_EQ(error_of(result), "feature 'a' is a string, not a number");
+  expect_error(predict(client, R"({"instances": [{"a": "setosa"}]})"), 400, "feature 'a' is a string, not a number");
 }
 
 TEST(Serve, MoreInstancesThanTheLimitAreA400) {
@@ -258,9 +151,8 @@ TEST(Serve, MoreInstancesThanTheLimitAreA400) {
   options.max_instances = 2;
   RunningServer running(fake_model(), options);
   httplib::Client client = running.client();
-  auto result = predict(client, R"({"instances": [{"a": 1}, {"a": 2}, {"a": 3}]})");
-  EXPECT_EQ(result->status, 400);
-  EXPECT_EQ(error_of(result), "3 instances in one request: at most 2");
+  expect_error(predict(client, R"({"instances": [{"a": 1}, {"a": 2}, {"a": 3}]})"), 400,
+               "3 instances in one request: at most 2");
 }
 
 TEST(Serve, AnUnknownModelOrRouteIsA404) {
@@ -373,7 +265,7 @@ TEST(Serve, BadOptionsAreOneLineConfigErrors) {
 
 TEST(Serve, ATokenIsNeededEverywhereButHealthz) {
   ServeOptions options = loopback_options();
-  options.token = kToken;
+  options.token = kTestToken;
   RunningServer running(fake_model(), options);
   httplib::Client client = running.client();
   const std::string body = R"({"instances": [{"a": 1}]})";
@@ -388,11 +280,11 @@ TEST(Serve, ATokenIsNeededEverywhereButHealthz) {
   EXPECT_EQ(client.Get("/nothing")->status, 401);
   EXPECT_EQ(client.Get("/healthz")->status, 200);
 
-  client.set_bearer_token_auth(std::string(kToken) + "x");
+  client.set_bearer_token_auth(std::string(kTestToken) + "x");
   EXPECT_EQ(predict(client, body)->status, 401);
-  client.set_bearer_token_auth(std::string(kToken).substr(1));
+  client.set_bearer_token_auth(std::string(kTestToken).substr(1));
   EXPECT_EQ(predict(client, body)->status, 401);
-  client.set_bearer_token_auth(kToken);
+  client.set_bearer_token_auth(kTestToken);
   EXPECT_EQ(predict(client, body)->status, 200);
   EXPECT_EQ(client.Get("/metrics")->status, 200);
 }
@@ -400,10 +292,7 @@ TEST(Serve, ATokenIsNeededEverywhereButHealthz) {
 TEST(Serve, AModelExceptionIsA500AndTheServerKeepsServing) {
   RunningServer running;
   httplib::Client client = running.client();
-  auto crash = predict(client, R"({"instances": [{"a": 666}]})");
-  ASSERT_TRUE(crash);
-  EXPECT_EQ(crash->status, 500);
-  EXPECT_EQ(error_of(crash), "internal error: the fake model crashed");
+  expect_error(predict(client, R"({"instances": [{"a": 666}]})"), 500, "internal error: the fake model crashed");
   auto after = predict(client, R"({"instances": [{"a": 2}]})");
   ASSERT_TRUE(after);
   EXPECT_EQ(after->status, 200);
@@ -415,9 +304,8 @@ TEST(Serve, AModelAnsweringTheWrongNumberOfPredictionsIsA500) {
   model.predict = [](const Json&) { return Json::array({1, 2}); };
   RunningServer running(model);
   httplib::Client client = running.client();
-  auto result = predict(client, R"({"instances": [{"a": 1}]})");
-  EXPECT_EQ(result->status, 500);
-  EXPECT_EQ(error_of(result), "internal error: the model answered 2 predictions for 1 instances");
+  expect_error(predict(client, R"({"instances": [{"a": 1}]})"), 500,
+               "internal error: the model answered 2 predictions for 1 instances");
 }
 
 TEST(Serve, ThirtyTwoConcurrentClientsGetTheirOwnAnswers) {
