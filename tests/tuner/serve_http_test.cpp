@@ -25,14 +25,19 @@ HttpLimits small_limits() {
   return limits;
 }
 
-// Feeds `bytes` whole; the parser and how many bytes it used.
+// Feeds `bytes` (again after the head) until the request completes or
+// fails; the parser and how many bytes it used.
 struct Parsed {
   RequestParser parser;
   size_t used = 0;
 };
 Parsed parse(const std::string& bytes, HttpLimits limits = HttpLimits{}) {
   Parsed parsed{RequestParser(limits)};
-  parsed.used = parsed.parser.feed(bytes.data(), bytes.size());
+  RequestParser& parser = parsed.parser;
+  while (parsed.used < bytes.size() &&
+         (parser.state() == State::kHead || parser.state() == State::kBody)) {
+    parsed.used += parser.feed(bytes.data() + parsed.used, bytes.size() - parsed.used);
+  }
   return parsed;
 }
 
@@ -46,11 +51,11 @@ TEST(ServeHttp, ARequestReadByteByByteIsTheSameAsReadWhole) {
   const std::string bytes =
       "POST /v1/models/m:predict?x=1 HTTP/1.1\r\nHost: h\r\nContent-Type:  application/json \r\n"
       "Content-Length: 5\r\n\r\nhello";
-  RequestParser whole(HttpLimits{});
-  ASSERT_EQ(whole.feed(bytes.data(), bytes.size()), bytes.size());
+  Parsed whole = parse(bytes);
+  EXPECT_EQ(whole.used, bytes.size());
   RequestParser bytewise(HttpLimits{});
   for (char c : bytes) ASSERT_EQ(bytewise.feed(&c, 1), 1u);
-  for (const RequestParser* parser : {&whole, &bytewise}) {
+  for (const RequestParser* parser : {&whole.parser, &bytewise}) {
     ASSERT_EQ(parser->state(), State::kComplete);
     const HttpRequest& request = parser->request();
     EXPECT_EQ(request.method, "POST");
@@ -88,6 +93,16 @@ TEST(ServeHttp, AChunkedBodyIsJoinedAndItsTrailerSkipped) {
   EXPECT_TRUE(parsed.parser.request().chunked);
   EXPECT_EQ(parsed.parser.request().body, "abc0123456789abcdef");
   EXPECT_EQ(parsed.used, bytes.size() - 4);  // "NEXT" is the next request's
+}
+
+TEST(ServeHttp, FeedingStopsAtTheEndOfTheHeadSoThatItIsJudgedBeforeTheBody) {
+  const std::string head = "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n";
+  const std::string bytes = head + "1\r\nab\r\n";  // a chunk longer than its size
+  RequestParser parser(HttpLimits{});
+  EXPECT_EQ(parser.feed(bytes.data(), bytes.size()), head.size());
+  EXPECT_EQ(parser.state(), State::kBody);
+  parser.feed(bytes.data() + head.size(), bytes.size() - head.size());
+  EXPECT_EQ(parser.state(), State::kFailed);
 }
 
 TEST(ServeHttp, DiscardingABodyReadsItWithoutKeepingIt) {

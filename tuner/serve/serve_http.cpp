@@ -161,8 +161,12 @@ size_t RequestParser::feed(const char* data, size_t size) {
   size_t used = 0;
   if (size > 0) started_ = true;
   while (used < size && (state_ == State::kHead || state_ == State::kBody)) {
-    size_t step = state_ == State::kHead ? feed_head(data + used, size - used) : feed_body(data + used, size - used);
-    used += step;
+    if (state_ == State::kBody) {
+      used += feed_body(data + used, size - used);
+      continue;
+    }
+    used += feed_head(data + used, size - used);
+    if (state_ != State::kHead) break;  // the caller judges the head before a byte of the body is read
   }
   return used;
 }

@@ -7,9 +7,10 @@
 // connection closes. serialize() writes a response.
 //
 //   RequestParser parser(limits);
-//   size_t used = parser.feed(bytes.data(), bytes.size());   // the rest is the next request's
+//   size_t used = parser.feed(bytes.data(), bytes.size());   // stops at the head's end
 //   if (parser.state() == RequestParser::State::kFailed) answer(parser.error()), close;
 //   if (parser.head_complete()) ... parser.request().method, path, headers ...
+//   parser.feed(bytes.data() + used, ...);                    // the body; the rest is the next request's
 //   if (parser.state() == RequestParser::State::kComplete) ... parser.request().body ...
 //   parser.reset();                                           // the next request
 //
@@ -88,8 +89,11 @@ class RequestParser {
   explicit RequestParser(HttpLimits limits);
 
   // Reads what it can of `size` bytes and returns how many it used: all of
-  // them, or fewer when the request completes (the rest begins the next one)
-  // or fails. Call it again with more bytes while state() is kHead or kBody.
+  // them, or fewer when the head completes (so that it is judged before any
+  // byte of the body is read, whatever the bytes' arrival: the same bytes
+  // give the same answers), when the request completes (the rest begins the
+  // next one) or when it fails. Call it again with the rest, or more bytes,
+  // while state() is kHead or kBody.
   size_t feed(const char* data, size_t size);
   State state() const { return state_; }
   // Whether request() has its method, path and header fields (kBody or kComplete).
