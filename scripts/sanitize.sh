@@ -76,7 +76,7 @@ run_asan() {
   # libtorch the trainer tests are those of trainer/tabular and the registry.
   timed "asan build" cmake --build "$dir" -j"$JOBS" --target \
     search_tests storage_tests schedulers_tests tuner_tests spec_tests fence_tests trainer_tests \
-    fuzz_sweep fuzz_protocol fuzz_filter fuzz_store_json fuzz_csv || return 1
+    fuzz_sweep fuzz_protocol fuzz_filter fuzz_store_json fuzz_csv fuzz_serve_http || return 1
   rm -rf "$logs" && mkdir -p "$logs"
   export ASAN_OPTIONS="abort_on_error=1:detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1:check_initialization_order=1:strict_init_order=1:log_path=$logs/asan"
   export LSAN_OPTIONS="suppressions=$SUPP/lsan.supp:print_suppressions=0"

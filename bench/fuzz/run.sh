@@ -7,13 +7,13 @@
 # execs/s, coverage, corpus size, findings) and, last, one JSON line.
 # Findings (crash-*, leak-*, timeout-*, oom-* inputs) are kept in
 # build-fuzz/findings/TARGET/; the exit status is 1 when there is any.
-# Targets: sweep, protocol, filter, store_json, csv. More: bench/fuzz/README.md.
+# Targets: sweep, protocol, filter, store_json, csv, serve_http. More: bench/fuzz/README.md.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 BUILD_DIR="${TUNE_FUZZ_BUILD_DIR:-$ROOT/build-fuzz}"
 JOBS="${TUNE_BENCH_JOBS:-$(nproc)}"
 CC="${CC:-clang-14}" CXX="${CXX:-clang++-14}"
-ALL_TARGETS=(sweep protocol filter store_json csv)
+ALL_TARGETS=(sweep protocol filter store_json csv serve_http)
 
 note() { echo "[fuzz] $*" >&2; }
 
