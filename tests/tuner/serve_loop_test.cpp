@@ -1,5 +1,6 @@
-// The connection loop (tuner/serve/serve_loop.h) with limits too small to
-// reach through ServeOptions: the request bodies it holds at once.
+// The connection loop (tuner/serve/serve_loop.h): limits too small to reach
+// through ServeOptions (the request bodies it holds at once), and which
+// requests it answers on its own thread.
 #include "tuner/serve/serve_loop.h"
 
 #include <unistd.h>
@@ -25,8 +26,8 @@ using namespace serve_testing;
 // A ConnectionLoop serving the fake model on a thread of its own.
 class RunningLoop {
  public:
-  explicit RunningLoop(LoopOptions options)
-      : routes_(fake_model(), ServeOptions{}, metrics_),
+  explicit RunningLoop(LoopOptions options, ServedModel model = fake_model())
+      : routes_(std::move(model), ServeOptions{}, metrics_),
         listener_(listen_on("127.0.0.1", 0)),
         port_(bound_port(listener_)),
         loop_(listener_, routes_, metrics_, options),
@@ -86,6 +87,31 @@ TEST(ServeLoop, BodiesBeyondTheBudgetAreA503AndTheOthersGoOn) {
   EXPECT_THAT(answered, StartsWith("HTTP/1.1 200 OK\r\n"));
   EXPECT_THAT(answered, HasSubstr("{\"predictions\":[1.0]}"));
   for (int fd : fds) ::close(fd);
+}
+
+// Quick answers are given on the loop's thread (no hand-off to a worker and
+// back); a model that turns slow holds the loop up once, and then slow or
+// not, requests go to the workers while the loop goes on reading and writing.
+TEST(ServeLoop, AModelThatTurnsSlowHoldsUpTheLoopOnceAndThenGoesToTheWorkers) {
+  ModelProbe probe;
+  LoopOptions options;
+  options.threads = 2;
+  RunningLoop running(options, fake_model(&probe));
+  httplib::Client client("127.0.0.1", running.port());
+  client.set_read_timeout(10);
+  for (int i = 0; i < 400; ++i) ASSERT_EQ(predict(client, R"({"instances": [{"a": 1}]})")->status, 200) << i;
+  ASSERT_EQ(predict(client, R"({"instances": [{"sleep_ms": 200}]})")->status, 200);  // the once
+  std::thread slow([&] {
+    httplib::Client other("127.0.0.1", running.port());
+    other.set_read_timeout(10);
+    EXPECT_EQ(predict(other, R"({"instances": [{"sleep_ms": 3000}]})")->status, 200);
+  });
+  auto deadline = Clock::now() + std::chrono::seconds(10);
+  while (probe.sleeping == 0 && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ASSERT_EQ(probe.sleeping.load(), 1);
+  EXPECT_EQ(predict(client, R"({"instances": [{"a": 2}]})")->status, 200);
+  EXPECT_EQ(probe.sleeping.load(), 1) << "the quick request waited for the slow one";
+  slow.join();
 }
 
 }  // namespace

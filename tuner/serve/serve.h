@@ -15,8 +15,10 @@
 // line: the connection then closes), 401 missing or wrong token, 404 unknown
 // route or model, 405 wrong method, 408 a request not whole within
 // request_timeout, 411 no Content-Length, 413 body too large, 414/431 request
-// line or header fields too large, 500 the model failed (the server keeps
-// serving), 503 too many request bodies held at once.
+// line or header fields too large, 415 a multipart body, 417 an Expect other
+// than 100-continue, 500 the model failed (the server keeps serving), 501 a
+// Transfer-Encoding other than chunked, 503 too many request bodies held at
+// once, 505 an HTTP version other than 1.1 or 1.0.
 //
 // Hostile clients: connections are parked in one epoll loop, so a client that
 // trickles its headers, holds connections idle or reads slowly holds no

@@ -41,6 +41,13 @@ inline constexpr auto kLingerTime = 500ms;
 inline constexpr size_t kMaxLingerBytes = size_t{1} << 20;
 inline constexpr auto kTick = 100ms;  // how often deadlines are looked at
 inline constexpr auto kAcceptPause = 100ms;
+// A whole request is answered on the loop's thread, not a worker's, when no
+// worker has one, its body is at most kQuickBody, and the slowest recent
+// answer (a maximum that decays by 1/32 an answer, from 1 s at the start:
+// ~240 answers) took at most kQuickAnswer (serve_exchange.cpp, answer_here).
+inline constexpr size_t kQuickBody = 16 << 10;
+inline constexpr auto kQuickAnswer = 500us;
+inline constexpr Clock::duration kUnknownAnswer = 1s;
 inline constexpr size_t kDescriptorsKept = 64;  // below RLIMIT_NOFILE, for everything but connections
 
 enum class Phase {
@@ -61,7 +68,7 @@ struct Connection {
   Phase phase = Phase::kIdle;
   Clock::time_point since;     // of the phase: the order of replacement
   Clock::time_point deadline;  // of the phase
-  uint32_t events = EPOLLIN;
+  uint32_t events = EPOLLIN;  // 0: out of the epoll set (with a worker)
   RequestParser parser;
   bool head_checked = false;
   // What the answer depends on in the request, kept from its head.
@@ -80,9 +87,16 @@ struct Connection {
   size_t lingered = 0;
 };
 
+// A worker's answer: sent as far as the socket took it at once.
 struct Completion {
-  uint64_t id;
-  HttpResponse response;
+  uint64_t id = 0;
+  int status = 0;
+  Clock::duration elapsed{};  // from the request's first byte to its answer
+  Clock::duration answering{};  // in Routes::answer
+  std::string output;         // the whole answer
+  size_t sent = 0;            // bytes of `output` sent
+  bool close = false;
+  bool failed = false;
 };
 
 inline epoll_event interest(uint32_t events, uint64_t id) {
@@ -106,8 +120,12 @@ struct ConnectionLoop::Impl {
   void on_readable(loop::Connection& c);
   void read_request_bytes(loop::Connection& c, const char* data, size_t size);
   void check_head(loop::Connection& c);
+  bool answer_here(const loop::Connection& c) const;
+  void answer(loop::Connection& c);
   void dispatch(loop::Connection& c);
+  void note_answer_time(Clock::duration taken);
   void respond(loop::Connection& c, HttpResponse response, bool close = false);
+  void write_answer(loop::Connection& c, std::string output, size_t sent, bool close);
   void flush(loop::Connection& c);
   void after_answer(loop::Connection& c);
   void linger(loop::Connection& c);
@@ -132,6 +150,8 @@ struct ConnectionLoop::Impl {
   size_t max_per_client = 0;
   uint64_t body_held = 0;
   uint64_t next_id = 2;
+  size_t with_workers = 0;            // requests handed to workers, not yet taken back
+  Clock::duration slowest_answer = loop::kUnknownAnswer;  // of Routes::answer, recently
   size_t open = 0;  // connections not closed
   Clock::time_point now;
   std::optional<Clock::time_point> accepting_again;  // the listener is paused (EMFILE) until then

@@ -129,7 +129,7 @@ void ConnectionLoop::Impl::handle(const epoll_event& event) {
     return;
   }
   Connection* c = find(event.data.u64);
-  if (c == nullptr) return;
+  if (c == nullptr || c->phase == Phase::kAnswering) return;  // a worker has it (serve_exchange.cpp)
   if (c->phase == Phase::kWriting) {
     if (event.events & (EPOLLOUT | EPOLLERR | EPOLLHUP)) flush(*c);
     return;
@@ -241,7 +241,11 @@ void ConnectionLoop::Impl::close_connection(Connection& c) {
 void ConnectionLoop::Impl::set_events(Connection& c, uint32_t events) {
   if (c.events == events) return;
   epoll_event event = interest(events, c.id);
-  ::epoll_ctl(epoll_fd, EPOLL_CTL_MOD, c.fd, &event);
+  if (events == 0) {
+    ::epoll_ctl(epoll_fd, EPOLL_CTL_DEL, c.fd, nullptr);
+  } else {
+    ::epoll_ctl(epoll_fd, c.events == 0 ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, c.fd, &event);
+  }
   c.events = events;
 }
 
