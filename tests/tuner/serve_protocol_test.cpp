@@ -50,10 +50,9 @@ TEST(ServeProtocol, JsonNestedTooDeeplyIsA400) {
 }
 
 TEST(ServeProtocol, AMalformedRequestLineIsA400AndTheRestIsNotAnswered) {
-  RunningServer running;
-  std::string answer = raw_exchange(running.port(),
-                                    "NOT AN HTTP REQUEST LINE\r\n\r\n"
-                                    "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+  std::string answer = answer_of_new_server(
+      "NOT AN HTTP REQUEST LINE\r\n\r\n"
+      "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
   EXPECT_THAT(answer, StartsWith("HTTP/1.1 400 "));
   EXPECT_EQ(count_of(answer, "HTTP/1.1 "), 1) << answer;
   EXPECT_EQ(count_of(answer, "Connection: close\r\n"), 1) << answer;
@@ -93,9 +92,8 @@ TEST(ServeProtocol, TooManyHeadersAreA431) {
 }
 
 TEST(ServeProtocol, HeadersLargerThanTheLimitAreA431) {
-  RunningServer running;
-  std::string answer = raw_exchange(running.port(), "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " +
-                                                        std::string(20000, 'a') + "\r\n\r\n");
+  std::string answer =
+      answer_of_new_server("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(20000, 'a') + "\r\n\r\n");
   EXPECT_THAT(answer, StartsWith("HTTP/1.1 431 "));
   EXPECT_EQ(error_in(answer), "the request's header fields exceed 16384 bytes");
 }
@@ -103,50 +101,44 @@ TEST(ServeProtocol, HeadersLargerThanTheLimitAreA431) {
 TEST(ServeProtocol, PipelinedRequestsAreAnsweredInOrder) {
   RunningServer running;
   const std::string body = R"({"instances": [{"a": 4}]})";
-  std::string answer = raw_exchange(running.port(), kPredictHead + with_length(body) +
-                                                        "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n" +
-                                                        "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  std::string answer =
+      raw_exchange(running.port(), kPredictHead + with_length(body) + "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n" +
+                                       "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
   EXPECT_EQ(count_of(answer, "HTTP/1.1 200 OK\r\n"), 3) << answer;
   EXPECT_LT(answer.find("{\"predictions\":[4.0]}"), answer.find("{\"status\":\"ok\"}"));
   EXPECT_EQ(count_of(answer, "Connection: close\r\n"), 1) << answer;
 }
 
 TEST(ServeProtocol, AChunkedBodyIsRead) {
-  RunningServer running;
-  std::string answer = raw_exchange(running.port(), kPredictHead +
-                                                        "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
-                                                        "e\r\n{\"instances\": \r\nB;ext=1\r\n[{\"a\": 5}]}\r\n"
-                                                        "0\r\nX-Trailer: t\r\n\r\n");
+  std::string answer = answer_of_new_server(kPredictHead +
+                                            "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+                                            "e\r\n{\"instances\": \r\nB;ext=1\r\n[{\"a\": 5}]}\r\n"
+                                            "0\r\nX-Trailer: t\r\n\r\n");
   EXPECT_THAT(answer, StartsWith("HTTP/1.1 200 "));
   EXPECT_THAT(answer, EndsWith("{\"predictions\":[5.0]}"));
 }
 
 TEST(ServeProtocol, ContentLengthWithTransferEncodingIsA400) {
-  RunningServer running;
-  std::string answer = raw_exchange(running.port(), kPredictHead + "Transfer-Encoding: chunked\r\n" +
-                                                        with_length("0\r\n\r\n"));
+  std::string answer = answer_of_new_server(kPredictHead + "Transfer-Encoding: chunked\r\n" + with_length("0\r\n\r\n"));
   EXPECT_THAT(answer, StartsWith("HTTP/1.1 400 "));
   EXPECT_THAT(error_in(answer), HasSubstr("both Content-Length and Transfer-Encoding"));
 }
 
 TEST(ServeProtocol, AnHttp11RequestWithoutHostIsA400) {
-  RunningServer running;
-  std::string answer = raw_exchange(running.port(), "GET /healthz HTTP/1.1\r\n\r\n");
+  std::string answer = answer_of_new_server("GET /healthz HTTP/1.1\r\n\r\n");
   EXPECT_THAT(answer, StartsWith("HTTP/1.1 400 "));
   EXPECT_EQ(error_in(answer), "an HTTP/1.1 request needs one Host header");
 }
 
 TEST(ServeProtocol, HeadAnswersTheHeadersOfGet) {
-  RunningServer running;
-  std::string answer = raw_exchange(running.port(), "HEAD /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  std::string answer = answer_of_new_server("HEAD /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
   EXPECT_THAT(answer, StartsWith("HTTP/1.1 200 "));
   EXPECT_THAT(answer, HasSubstr("Content-Length: 15\r\n"));
   EXPECT_THAT(answer, EndsWith("\r\n\r\n"));
 }
 
 TEST(ServeProtocol, AnHttp10RequestIsAnsweredAndClosed) {
-  RunningServer running;
-  std::string answer = raw_exchange(running.port(), "GET /healthz HTTP/1.0\r\n\r\n");
+  std::string answer = answer_of_new_server("GET /healthz HTTP/1.0\r\n\r\n");
   EXPECT_THAT(answer, StartsWith("HTTP/1.1 200 "));
   EXPECT_THAT(answer, EndsWith("{\"status\":\"ok\"}"));
 }

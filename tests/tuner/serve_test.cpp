@@ -214,10 +214,9 @@ TEST(Serve, AHugeDeclaredBodyIsRefusedBeforeItIsSent) {
 }
 
 TEST(Serve, AnExpectContinueOverTheLimitGetsA413InsteadOfContinue) {
-  RunningServer running;
-  std::string answer = raw_exchange(running.port(),
-                                    "POST /v1/models/iris:predict HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                                    "Expect: 100-continue\r\nContent-Length: 1000000000\r\n\r\n");
+  std::string answer = answer_of_new_server(
+      "POST /v1/models/iris:predict HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+      "Expect: 100-continue\r\nContent-Length: 1000000000\r\n\r\n");
   EXPECT_THAT(answer, StartsWith("HTTP/1.1 413 "));
 }
 

@@ -181,6 +181,13 @@ inline std::string raw_exchange(int port, const std::string& request) {
   return answer;
 }
 
+// What a new server (the fake model, `options`) answers to `request` on a
+// raw connection, read until it closes it (at most 5 s).
+inline std::string answer_of_new_server(const std::string& request, ServeOptions options = loopback_options()) {
+  RunningServer running(fake_model(), std::move(options));
+  return raw_exchange(running.port(), request);
+}
+
 // Whether the peer has closed `fd` (or reset it) by now, without waiting.
 inline bool closed_by_peer(int fd) {
   pollfd entry{fd, POLLIN | POLLRDHUP, 0};
