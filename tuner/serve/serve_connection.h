@@ -95,6 +95,7 @@ struct Completion {
   Clock::duration answering{};  // in Routes::answer
   std::string output;         // the whole answer
   size_t sent = 0;            // bytes of `output` sent
+  Clock::time_point finished;  // just before the worker sent them: the client has nothing sooner
   bool close = false;
   bool failed = false;
 };

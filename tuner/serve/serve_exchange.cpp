@@ -166,7 +166,8 @@ void ConnectionLoop::Impl::dispatch(Connection& c) {
     done.answering = Clock::now() - begun;
     done.close = response.close = response.close || !keep_alive || stopping.load();
     done.output = serialize(response, head_only, http10 && !done.close);
-    done.elapsed = Clock::now() - started;
+    done.finished = Clock::now();
+    done.elapsed = done.finished - started;
     while (done.sent < done.output.size()) {
       ssize_t count = ::send(fd, done.output.data() + done.sent, done.output.size() - done.sent,
                              MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -203,8 +204,12 @@ void ConnectionLoop::Impl::take_completions() {
     metrics.record(c->route, completion.status, completion.elapsed);
     if (completion.failed) {
       close_connection(*c);
-    } else {
-      write_answer(*c, std::move(completion.output), completion.sent, completion.close || stop_begun);
+      continue;
+    }
+    write_answer(*c, std::move(completion.output), completion.sent, completion.close || stop_begun);
+    if (c->phase == Phase::kIdle) {  // the worker sent it all: idle from then (the order of replacement)
+      c->since = completion.finished;
+      c->deadline = completion.finished + options.idle_timeout;
     }
   }
 }
