@@ -8,7 +8,7 @@
 # Findings (crash-*, leak-*, timeout-*, oom-* inputs) are kept in
 # build-fuzz/findings/TARGET/; the exit status is 1 when there is any.
 # Targets: every tests/fuzz/NAME_fuzz.cpp (sweep, protocol, filter,
-# store_json, csv, result_line, ...). More: bench/fuzz/README.md.
+# store_json, csv, result_line, serve_http, ...). More: bench/fuzz/README.md.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 BUILD_DIR="${TUNE_FUZZ_BUILD_DIR:-$ROOT/build-fuzz}"

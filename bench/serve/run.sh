@@ -7,7 +7,12 @@
 # the same instance through the table, preprocessors, model and JSON answer,
 # no HTTP). "adds p50" = wrk's p50 at 1 connection - the bare model's p50.
 # Figures and method: bench/README.md ("serve").
+# `bench/run serve attack` is the same server under attack: bench/serve/attack.sh.
 set -euo pipefail
+if [[ "${1:-}" == attack ]]; then
+  shift
+  exec "$(dirname "${BASH_SOURCE[0]}")/attack.sh" "$@"
+fi
 # shellcheck source=bench/lib/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 SECONDS_EACH=8

@@ -1,24 +1,13 @@
-// The HTTP serving layer (tuner/serve/serve.h) against a fake model, over real
-// sockets on 127.0.0.1 only.
+// What `tune serve` answers (tuner/serve/serve_routes.cpp) against a fake
+// model, over real sockets on 127.0.0.1 only. The server's lifecycle is in
+// serve_lifecycle_test.cpp, HTTP framing in serve_protocol_test.cpp.
 #include "tuner/serve/serve.h"
-
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <signal.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
-#include <cstdlib>
-#include <fstream>
 #include <map>
 #include <regex>
 #include <sstream>
-#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -28,94 +17,14 @@
 #include <httplib.h>
 
 #include "base/error.h"
+#include "serve_test_util.h"
 
 namespace tune {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
-
-constexpr char kToken[] = "0123456789abcdef-secret";
-
-// How often the fake model has been entered and is still inside.
-struct ModelProbe {
-  std::atomic<int> calls{0};
-  std::atomic<int> sleeping{0};
-};
-
-// Predicts the sum of each instance's features; a string feature is a
-// ConfigError, the value 666 a crash, and "sleep_ms" a pause first.
-ServedModel fake_model(ModelProbe* probe = nullptr) {
-  ServedModel model;
-  model.name = "iris";
-  model.metadata = {{"features", {"a", "b"}},
-                    {"task", "regression"},
-                    {"trial", 7},
-                    {"metric", {{"name", "val_loss"}, {"value", 0.5}}}};
-  model.predict = [probe](const Json& instances) {
-    if (probe != nullptr) probe->calls++;
-    Json predictions = Json::array();
-    for (const Json& instance : instances) {
-      double sum = 0;
-      for (const auto& [feature, value] : instance.items()) {
-        if (value.is_string()) throw ConfigError("feature '" + feature + "' is a string, not a number");
-        if (value == 666) throw std::runtime_error("the fake model crashed");
-        if (feature == "sleep_ms" && probe != nullptr) {
-          probe->sleeping++;
-          std::this_thread::sleep_for(std::chrono::milliseconds(value.get<int>()));
-          probe->sleeping--;
-        }
-        sum += value.get<double>();
-      }
-      predictions.push_back(sum);
-    }
-    return predictions;
-  };
-  return model;
-}
-
-ServeOptions loopback_options() {
-  ServeOptions options;
-  options.port = 0;
-  options.threads = 4;
-  return options;
-}
-
-// A Server serving on a thread of its own for the test's duration.
-class RunningServer {
- public:
-  explicit RunningServer(ServedModel model = fake_model(), ServeOptions options = loopback_options())
-      : server_(std::move(model), std::move(options)), serving_([this] { server_.run(); }) {}
-  ~RunningServer() { stop(); }
-  void stop() {
-    server_.stop();
-    if (serving_.joinable()) serving_.join();
-  }
-  int port() const { return server_.port(); }
-  Server& server() { return server_; }
-  httplib::Client client() const {
-    httplib::Client client("127.0.0.1", port());
-    client.set_connection_timeout(5);
-    client.set_read_timeout(10);
-    client.set_write_timeout(5);
-    client.set_keep_alive(true);
-    return client;
-  }
-
- private:
-  Server server_;
-  std::thread serving_;
-};
-
-httplib::Result predict(httplib::Client& client, const std::string& body, const std::string& model = "iris") {
-  return client.Post("/v1/models/" + model + ":predict", body, "application/json");
-}
-
-// The "error" of a JSON error response.
-std::string error_of(const httplib::Result& result) {
-  return Json::parse(result->body).at("error").get<std::string>();
-}
+using namespace serve_testing;
 
 // Prometheus text: "name{labels}" -> value, failing the test on a line that does not parse.
 std::map<std::string, double> parse_metrics(const std::string& text) {
@@ -129,30 +38,6 @@ std::map<std::string, double> parse_metrics(const std::string& text) {
     if (!match.empty()) samples[match[1]] = std::stod(match[3] == "+Inf" ? "inf" : match[3].str());
   }
   return samples;
-}
-
-// Sends `request` on a raw connection to 127.0.0.1:port and reads until the
-// server closes it (at most 5 s).
-std::string raw_exchange(int port, const std::string& request) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<uint16_t>(port));
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
-  EXPECT_EQ(::send(fd, request.data(), request.size(), MSG_NOSIGNAL), static_cast<ssize_t>(request.size()));
-  std::string answer;
-  auto deadline = Clock::now() + std::chrono::seconds(5);
-  char buffer[4096];
-  while (Clock::now() < deadline) {
-    pollfd entry{fd, POLLIN, 0};
-    if (::poll(&entry, 1, 100) <= 0) continue;
-    ssize_t count = ::recv(fd, buffer, sizeof buffer, 0);
-    if (count <= 0) break;
-    answer.append(buffer, static_cast<size_t>(count));
-  }
-  ::close(fd);
-  return answer;
 }
 
 TEST(Serve, PredictAnswersEachInstanceInOrder) {
@@ -247,10 +132,7 @@ TEST(Serve, MissingOrNonArrayOrEmptyInstancesAreA400) {
 TEST(Serve, AConfigErrorFromTheModelIsA400WithItsMessage) {
   RunningServer running;
   httplib::Client client = running.client();
-  auto result = predict(client, R"({"instances": [{"a": "setosa"}]})");
-  ASSERT_TRUE(result);
-  EXPECT_EQ(result->status, 400);
-  EXPECT_EQ(error_of(result), "feature 'a' is a string, not a number");
+  expect_error(predict(client, R"({"instances": [{"a": "setosa"}]})"), 400, "feature 'a' is a string, not a number");
 }
 
 TEST(Serve, MoreInstancesThanTheLimitAreA400) {
@@ -258,9 +140,8 @@ TEST(Serve, MoreInstancesThanTheLimitAreA400) {
   options.max_instances = 2;
   RunningServer running(fake_model(), options);
   httplib::Client client = running.client();
-  auto result = predict(client, R"({"instances": [{"a": 1}, {"a": 2}, {"a": 3}]})");
-  EXPECT_EQ(result->status, 400);
-  EXPECT_EQ(error_of(result), "3 instances in one request: at most 2");
+  expect_error(predict(client, R"({"instances": [{"a": 1}, {"a": 2}, {"a": 3}]})"), 400,
+               "3 instances in one request: at most 2");
 }
 
 TEST(Serve, AnUnknownModelOrRouteIsA404) {
@@ -322,58 +203,15 @@ TEST(Serve, AHugeDeclaredBodyIsRefusedBeforeItIsSent) {
 }
 
 TEST(Serve, AnExpectContinueOverTheLimitGetsA413InsteadOfContinue) {
-  RunningServer running;
-  std::string answer = raw_exchange(running.port(),
-                                    "POST /v1/models/iris:predict HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                                    "Expect: 100-continue\r\nContent-Length: 1000000000\r\n\r\n");
+  std::string answer = answer_of_new_server(
+      "POST /v1/models/iris:predict HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+      "Expect: 100-continue\r\nContent-Length: 1000000000\r\n\r\n");
   EXPECT_THAT(answer, StartsWith("HTTP/1.1 413 "));
-}
-
-TEST(Serve, ANonLoopbackHostNeedsAToken) {
-  ServeOptions options = loopback_options();
-  options.host = "0.0.0.0";
-  try {
-    Server server(fake_model(), options);
-    FAIL() << "0.0.0.0 without a token was accepted";
-  } catch (const ConfigError& error) {
-    EXPECT_STREQ(error.what(),
-                 "tune serve: --host 0.0.0.0 listens beyond this machine: give --token (or TUNE_SERVE_TOKEN)");
-  }
-  for (const char* host : {"::", "192.168.1.10", "example.com"}) {
-    options.host = host;
-    EXPECT_THROW(Server(fake_model(), options), ConfigError) << host;
-  }
-}
-
-TEST(Serve, BadOptionsAreOneLineConfigErrors) {
-  ServeOptions options = loopback_options();
-  options.port = 70000;
-  EXPECT_THROW(
-      {
-        try {
-          Server server(fake_model(), options);
-        } catch (const ConfigError& error) {
-          EXPECT_STREQ(error.what(), "tune serve: --port 70000 is outside 0..65535");
-          throw;
-        }
-      },
-      ConfigError);
-  options.port = 0;
-  options.token = "short";
-  EXPECT_THROW(Server(fake_model(), options), ConfigError);
-  options.token = "0123456789abcdef has spaces";
-  EXPECT_THROW(Server(fake_model(), options), ConfigError);
-  ServedModel model = fake_model();
-  model.name = "a/b";
-  EXPECT_THROW(Server(model, loopback_options()), ConfigError);
-  model = fake_model();
-  model.predict = nullptr;
-  EXPECT_THROW(Server(model, loopback_options()), ConfigError);
 }
 
 TEST(Serve, ATokenIsNeededEverywhereButHealthz) {
   ServeOptions options = loopback_options();
-  options.token = kToken;
+  options.token = kTestToken;
   RunningServer running(fake_model(), options);
   httplib::Client client = running.client();
   const std::string body = R"({"instances": [{"a": 1}]})";
@@ -388,11 +226,11 @@ TEST(Serve, ATokenIsNeededEverywhereButHealthz) {
   EXPECT_EQ(client.Get("/nothing")->status, 401);
   EXPECT_EQ(client.Get("/healthz")->status, 200);
 
-  client.set_bearer_token_auth(std::string(kToken) + "x");
+  client.set_bearer_token_auth(std::string(kTestToken) + "x");
   EXPECT_EQ(predict(client, body)->status, 401);
-  client.set_bearer_token_auth(std::string(kToken).substr(1));
+  client.set_bearer_token_auth(std::string(kTestToken).substr(1));
   EXPECT_EQ(predict(client, body)->status, 401);
-  client.set_bearer_token_auth(kToken);
+  client.set_bearer_token_auth(kTestToken);
   EXPECT_EQ(predict(client, body)->status, 200);
   EXPECT_EQ(client.Get("/metrics")->status, 200);
 }
@@ -400,10 +238,7 @@ TEST(Serve, ATokenIsNeededEverywhereButHealthz) {
 TEST(Serve, AModelExceptionIsA500AndTheServerKeepsServing) {
   RunningServer running;
   httplib::Client client = running.client();
-  auto crash = predict(client, R"({"instances": [{"a": 666}]})");
-  ASSERT_TRUE(crash);
-  EXPECT_EQ(crash->status, 500);
-  EXPECT_EQ(error_of(crash), "internal error: the fake model crashed");
+  expect_error(predict(client, R"({"instances": [{"a": 666}]})"), 500, "internal error: the fake model crashed");
   auto after = predict(client, R"({"instances": [{"a": 2}]})");
   ASSERT_TRUE(after);
   EXPECT_EQ(after->status, 200);
@@ -415,9 +250,8 @@ TEST(Serve, AModelAnsweringTheWrongNumberOfPredictionsIsA500) {
   model.predict = [](const Json&) { return Json::array({1, 2}); };
   RunningServer running(model);
   httplib::Client client = running.client();
-  auto result = predict(client, R"({"instances": [{"a": 1}]})");
-  EXPECT_EQ(result->status, 500);
-  EXPECT_EQ(error_of(result), "internal error: the model answered 2 predictions for 1 instances");
+  expect_error(predict(client, R"({"instances": [{"a": 1}]})"), 500,
+               "internal error: the model answered 2 predictions for 1 instances");
 }
 
 TEST(Serve, ThirtyTwoConcurrentClientsGetTheirOwnAnswers) {
@@ -445,139 +279,6 @@ TEST(Serve, ThirtyTwoConcurrentClientsGetTheirOwnAnswers) {
   for (std::thread& client : clients) client.join();
   EXPECT_EQ(correct.load(), kClients * kRequests);
   EXPECT_LT(Clock::now() - started, std::chrono::seconds(30));
-}
-
-TEST(Serve, StopLetsTheRequestsInFlightFinish) {
-  ModelProbe probe;
-  RunningServer running(fake_model(&probe));
-  constexpr int kSlowRequests = 3;
-  std::vector<int> statuses(kSlowRequests, 0);
-  std::vector<std::thread> clients;
-  for (int i = 0; i < kSlowRequests; ++i) {
-    clients.emplace_back([&, i] {
-      httplib::Client client = running.client();
-      auto result = predict(client, R"({"instances": [{"sleep_ms": 400}]})");
-      statuses[i] = result ? result->status : -1;
-    });
-  }
-  auto deadline = Clock::now() + std::chrono::seconds(5);
-  while (probe.sleeping < kSlowRequests && Clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  ASSERT_EQ(probe.sleeping.load(), kSlowRequests);
-  auto stopping = Clock::now();
-  running.stop();  // returns once run() has returned
-  EXPECT_LT(Clock::now() - stopping, std::chrono::seconds(3));
-  for (std::thread& client : clients) client.join();
-  EXPECT_EQ(statuses, std::vector<int>(kSlowRequests, 200));
-
-  httplib::Client late("127.0.0.1", running.port());
-  late.set_connection_timeout(1);
-  EXPECT_FALSE(late.Get("/healthz"));
-}
-
-TEST(Serve, AnIdleKeptAliveConnectionDoesNotDelayStop) {
-  RunningServer running;
-  httplib::Client client = running.client();
-  ASSERT_EQ(client.Get("/healthz")->status, 200);  // the connection stays open
-  auto stopping = Clock::now();
-  running.stop();
-  EXPECT_LT(Clock::now() - stopping, std::chrono::milliseconds(1000));
-}
-
-TEST(Serve, StopBeforeRunMakesRunReturnAtOnce) {
-  Server server(fake_model(), loopback_options());
-  server.stop();
-  auto started = Clock::now();
-  server.run();
-  EXPECT_LT(Clock::now() - started, std::chrono::seconds(1));
-}
-
-TEST(Serve, PortZeroGivesARealPort) {
-  RunningServer running;
-  EXPECT_GT(running.port(), 0);
-  EXPECT_LE(running.port(), 65535);
-  httplib::Client client = running.client();
-  EXPECT_EQ(client.Get("/healthz")->status, 200);
-}
-
-TEST(Serve, ATakenPortIsAOneLineError) {
-  Server first(fake_model(), loopback_options());
-  ServeOptions options = loopback_options();
-  options.port = first.port();
-  try {
-    Server second(fake_model(), options);
-    FAIL() << "bound a taken port";
-  } catch (const ConfigError& error) {
-    FAIL() << error.what();
-  } catch (const Error& error) {
-    EXPECT_EQ(std::string(error.what()), "tune serve: cannot listen on 127.0.0.1:" +
-                                             std::to_string(first.port()) + " (Address already in use)");
-  }
-}
-
-// Reads one line from `fd` within `timeout`; "" if none came.
-std::string read_line(int fd, std::chrono::milliseconds timeout) {
-  std::string line;
-  auto deadline = Clock::now() + timeout;
-  char c = 0;
-  while (Clock::now() < deadline) {
-    pollfd entry{fd, POLLIN, 0};
-    if (::poll(&entry, 1, 50) <= 0) continue;
-    if (::read(fd, &c, 1) != 1 || c == '\n') return line;
-    line += c;
-  }
-  return "";
-}
-
-// waitpid with a deadline; the child is killed (and -1 returned) after it.
-int wait_for_exit(pid_t child, std::chrono::seconds timeout) {
-  auto deadline = Clock::now() + timeout;
-  int status = 0;
-  while (Clock::now() < deadline) {
-    if (::waitpid(child, &status, WNOHANG) == child) return status;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  ::kill(child, SIGKILL);
-  ::waitpid(child, &status, 0);
-  return -1;
-}
-
-TEST(ServeUntilSignal, PrintsWhereItServesAndReturnsZeroOnSigterm) {
-  int pipe_fds[2];
-  ASSERT_EQ(::pipe2(pipe_fds, O_CLOEXEC), 0);
-  pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {  // the child leaves through _exit only, never through gtest
-    ::close(pipe_fds[0]);
-    int code = 98;
-    try {
-      std::ofstream out("/dev/fd/" + std::to_string(pipe_fds[1]));
-      code = serve_until_signal(fake_model(), loopback_options(), out);
-    } catch (...) {
-      code = 99;
-    }
-    ::_exit(code);
-  }
-  ::close(pipe_fds[1]);
-  std::string line = read_line(pipe_fds[0], std::chrono::milliseconds(10000));
-  ::close(pipe_fds[0]);
-  std::smatch match;
-  bool serving = std::regex_match(
-      line, match,
-      std::regex(R"(serving iris \(trial 7, metric val_loss=0.5\) at http://127\.0\.0\.1:(\d+)/v1/models/iris)"));
-  EXPECT_TRUE(serving) << line;
-  if (serving) {
-    httplib::Client client("127.0.0.1", std::stoi(match[1]));
-    client.set_connection_timeout(5);
-    auto result = client.Get("/healthz");
-    EXPECT_TRUE(result && result->status == 200);
-  }
-  ASSERT_EQ(::kill(child, SIGTERM), 0);
-  int status = wait_for_exit(child, std::chrono::seconds(10));
-  ASSERT_NE(status, -1) << "serve_until_signal did not return within 10 s of SIGTERM";
-  EXPECT_TRUE(WIFEXITED(status)) << status;
-  EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
 }  // namespace

@@ -9,9 +9,22 @@
 //   GET  /healthz                   {"status": "ok"} (never needs the token)
 //   GET  /metrics                   Prometheus text format 0.0.4
 //
-// Every error is JSON, {"error": "<one line>"}: 400 malformed JSON or bad
-// instances, 401 missing or wrong token, 404 unknown route or model, 405 wrong
-// method, 413 body too large, 500 the model failed (the server keeps serving).
+// Every error is JSON, {"error": "<one line>"}: 400 malformed JSON (or nested
+// deeper than 128 levels, or a number out of range) or bad instances, or a
+// request that cannot be framed (two Content-Lengths, a malformed request
+// line: the connection then closes), 401 missing or wrong token, 404 unknown
+// route or model, 405 wrong method, 408 a request not whole within
+// request_timeout, 411 no Content-Length, 413 body too large, 414/431 request
+// line or header fields too large, 415 a multipart body, 417 an Expect other
+// than 100-continue, 500 the model failed (the server keeps serving), 501 a
+// Transfer-Encoding other than chunked, 503 too many request bodies held at
+// once, 505 an HTTP version other than 1.1 or 1.0.
+//
+// Hostile clients: connections are parked in one epoll loop, so a client that
+// trickles its headers, holds connections idle or reads slowly holds no
+// worker thread; every request has a deadline for its head and body, and
+// connections are capped per client address and in total (at a cap, idle
+// and unfinished connections are replaced by new ones; serve_loop.h).
 //
 // Usage:
 //
@@ -30,6 +43,7 @@
 // `tune serve` itself calls serve_until_signal(), which stops on SIGINT/SIGTERM.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <functional>
 #include <iosfwd>
@@ -78,11 +92,27 @@ struct ServeOptions {
   size_t max_body_bytes = size_t{8} << 20;
   // More instances in one request: 400. Default: 10,000.
   size_t max_instances = 10000;
-  // Worker threads. Each open connection holds one while it is open, so this
-  // is also how many connections are served at once; the others wait (an idle
-  // keep-alive connection gives its thread up after 50 ms when one waits, and
-  // is closed after 5 s anyway). 0: hardware_concurrency, at least 2.
+  // Threads that answer requests (the model's predict runs on them). They
+  // only see requests read whole: one more thread reads and writes every
+  // connection. 0: hardware_concurrency, at least 2.
   int threads = 0;
+  // Connections open at once, from all clients; at most the process's
+  // RLIMIT_NOFILE less 64. At the limit, a new connection replaces one that
+  // holds no request being answered (closing first one that is closing
+  // anyway, then the longest idle, then the one longest in sending its
+  // request), of the client holding the most connections; with none to
+  // replace, it is closed at once. Default: 1024.
+  size_t max_connections = 1024;
+  // Connections open at once from one client address (IPv6: one /64); a new
+  // one replaces one of that client's as above. Default: 256.
+  size_t max_connections_per_client = 256;
+  // A request's head and body must arrive within this of its first byte
+  // (else 408 and the connection closes), and a client must take its answer
+  // within it (else the connection closes). Default: 10 s.
+  std::chrono::milliseconds request_timeout{10000};
+  // A connection without a request in progress is closed after this.
+  // Default: 5 s.
+  std::chrono::milliseconds idle_timeout{5000};
 };
 
 // An HTTP server for one model. Not copyable or movable.
@@ -92,7 +122,7 @@ class Server {
   // connections queue), but serves nothing until run().
   // Throws tune::ConfigError, before binding, for a non-loopback host without
   // a token, a port outside 0..65535, a token shorter than 16 characters, a
-  // bad model name or a missing predict. Throws tune::Error when the address
+  // bad model name or a missing predict, a limit or timeout of 0. Throws tune::Error when the address
   // cannot be bound ("tune serve: cannot listen on 127.0.0.1:8000 (Address
   // already in use)").
   Server(ServedModel model, ServeOptions options);
@@ -103,10 +133,11 @@ class Server {
 
   // The bound port: options.port, or the ephemeral one. Thread safe.
   int port() const;
-  // Serves until stop(), on `threads` worker threads, then returns once the
-  // requests in flight are answered; idle connections are closed at once,
-  // and connections accepted but not yet read are closed unanswered. Returns
-  // at once if stop() came first. Call it from one thread at a time.
+  // Serves until stop(): reads and writes every connection on the calling
+  // thread and answers on `threads` worker threads. After stop() it returns
+  // once the requests in flight are answered; idle connections, and those
+  // whose request has not arrived whole, are closed at once, unanswered.
+  // Returns at once if stop() came first. Call it from one thread at a time.
   // Throws tune::Error if accepting connections fails for another reason.
   void run();
   // Stops accepting connections and makes run() return as described there;
@@ -127,7 +158,8 @@ class Server {
 // the signal it restores the calling thread's signal mask (a second signal
 // then has its default effect), stops gracefully and returns 0. Call it
 // before starting threads that do not block those signals; the caller does
-// no signal handling. Throws as Server's constructor and run() do.
+// no signal handling. Raises the soft RLIMIT_NOFILE towards the hard limit, as
+// far as max_connections needs. Throws as Server's constructor and run() do.
 int serve_until_signal(ServedModel model, const ServeOptions& options, std::ostream& out);
 
 }  // namespace tune

@@ -1,358 +1,385 @@
 #include "tuner/serve/serve_http.h"
 
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
-#include <sys/eventfd.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <array>
-#include <cerrno>
-#include <condition_variable>
 #include <cstring>
-#include <deque>
-#include <functional>
-#include <memory>
-#include <mutex>
-#include <thread>
-#include <vector>
-
-#include "base/error.h"
 
 namespace tune::serve_detail {
-
-thread_local RequestContext t_request;
-
 namespace {
 
-constexpr int kIdleTimeoutMs = 5000;  // a kept-alive connection without a request
-constexpr int kIdleSliceMs = 50;      // how soon an idle connection yields to a waiting one
-constexpr size_t kRequestsBeforeYield = 100;
-constexpr size_t kMaxLingerBytes = size_t{1} << 20;
-constexpr int kLingerMs = 500;
-constexpr size_t kFlushBytes = 64 << 10;  // a response's writes gathered before a send()
+constexpr size_t kMaxChunkSizeLine = 1024;  // hex digits and chunk extensions
+
+char lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
+
+bool equal_ignoring_case(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return lower(x) == lower(y);
+         });
+}
+
+std::string lowercase(std::string_view text) {
+  std::string out(text);
+  std::transform(out.begin(), out.end(), out.begin(), lower);
+  return out;
+}
+
+// RFC 9110 tchar: what a method or a field name is made of.
+bool is_token_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+         (c != 0 && std::strchr("!#$%&'*+-.^_`|~", c) != nullptr);
+}
+
+bool is_token(std::string_view text) {
+  return !text.empty() && std::all_of(text.begin(), text.end(), is_token_char);
+}
+
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+bool is_control(char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }
+
+std::string_view trim(std::string_view text) {
+  size_t begin = text.find_first_not_of(" \t");
+  if (begin == std::string_view::npos) return {};
+  size_t end = text.find_last_not_of(" \t");
+  return text.substr(begin, end - begin + 1);
+}
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  c = lower(c);
+  return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+// The path of an origin-form or absolute-form target, %-decoded; nullopt if
+// the target is neither or has a bad escape.
+std::optional<std::string> target_path(std::string_view target, const std::string& method) {
+  if (target == "*") return method == "OPTIONS" ? std::optional<std::string>("*") : std::nullopt;
+  if (target.empty() || target[0] != '/') {
+    size_t scheme_end = target.find("://");
+    if (scheme_end == std::string_view::npos ||
+        !(equal_ignoring_case(target.substr(0, scheme_end), "http") ||
+          equal_ignoring_case(target.substr(0, scheme_end), "https"))) {
+      return std::nullopt;
+    }
+    size_t path = target.find_first_of("/?", scheme_end + 3);
+    target = path == std::string_view::npos ? std::string_view("/") : target.substr(path);
+    if (target[0] == '?') return std::string("/");
+  }
+  target = target.substr(0, target.find('?'));
+  std::string path;
+  path.reserve(target.size());
+  for (size_t i = 0; i < target.size(); ++i) {
+    if (target[i] != '%') {
+      path += target[i];
+      continue;
+    }
+    int high = i + 2 < target.size() ? hex_value(target[i + 1]) : -1;
+    int low = high >= 0 ? hex_value(target[i + 2]) : -1;
+    if (low < 0 || (high == 0 && low == 0)) return std::nullopt;
+    path += static_cast<char>(high * 16 + low);
+    i += 2;
+  }
+  return path;
+}
 
 }  // namespace
 
-std::string host_and_port(const std::string& host, int port) {
-  bool ipv6 = host.find(':') != std::string::npos;
-  return (ipv6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+const std::string* HttpRequest::header(std::string_view name) const {
+  for (const auto& [field, value] : headers) {
+    if (equal_ignoring_case(field, name)) return &value;
+  }
+  return nullptr;
 }
 
-int listen_on(const std::string& host, int port) {
-  const std::string where = host_and_port(host, port);
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-  addrinfo* found = nullptr;
-  int rc = getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found);
-  if (rc != 0) throw Error("tune serve: cannot listen on " + where + " (" + gai_strerror(rc) + ")");
-  std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> addresses(found, freeaddrinfo);
-  int error = EADDRNOTAVAIL;
-  for (addrinfo* address = found; address != nullptr; address = address->ai_next) {
-    int fd = ::socket(address->ai_family, address->ai_socktype | SOCK_CLOEXEC, address->ai_protocol);
-    if (fd < 0) {
-      error = errno;
+size_t HttpRequest::count(std::string_view name) const {
+  return static_cast<size_t>(std::count_if(headers.begin(), headers.end(), [&](const auto& field) {
+    return equal_ignoring_case(field.first, name);
+  }));
+}
+
+const char* reason_phrase(int status) {
+  switch (status) {
+    case 100: return "Continue";
+    case 200: return "OK";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 408: return "Request Timeout";
+    case 411: return "Length Required";
+    case 413: return "Payload Too Large";
+    case 414: return "URI Too Long";
+    case 415: return "Unsupported Media Type";
+    case 417: return "Expectation Failed";
+    case 431: return "Request Header Fields Too Large";
+    case 500: return "Internal Server Error";
+    case 501: return "Not Implemented";
+    case 503: return "Service Unavailable";
+    case 505: return "HTTP Version Not Supported";
+    default: return "Unknown";
+  }
+}
+
+std::string serialize(const HttpResponse& response, bool head_only, bool keep_alive_header) {
+  std::string out;
+  out.reserve(160 + response.body.size());
+  out += "HTTP/1.1 " + std::to_string(response.status) + " " + reason_phrase(response.status) + "\r\n";
+  if (!response.content_type.empty()) out += "Content-Type: " + response.content_type + "\r\n";
+  out += "Content-Length: " + std::to_string(response.body.size()) + "\r\n";
+  for (const auto& [name, value] : response.headers) out += name + ": " + value + "\r\n";
+  if (response.close) {
+    out += "Connection: close\r\n";
+  } else if (keep_alive_header) {
+    out += "Connection: keep-alive\r\n";
+  }
+  out += "\r\n";
+  if (!head_only) out += response.body;
+  return out;
+}
+
+RequestParser::RequestParser(HttpLimits limits) : limits_(limits) {}
+
+void RequestParser::reset() {
+  state_ = State::kHead;
+  request_ = HttpRequest{};
+  error_ = HttpError{};
+  line_.clear();
+  header_bytes_ = 0;
+  started_ = false;
+  discard_ = false;
+  left_ = 0;
+  body_bytes_ = 0;
+  chunk_ = Chunk::kSize;
+}
+
+bool RequestParser::fail(int status, std::string message) {
+  state_ = State::kFailed;
+  error_ = HttpError{status, std::move(message)};
+  return false;
+}
+
+size_t RequestParser::feed(const char* data, size_t size) {
+  size_t used = 0;
+  if (size > 0) started_ = true;
+  while (used < size && (state_ == State::kHead || state_ == State::kBody)) {
+    if (state_ == State::kBody) {
+      used += feed_body(data + used, size - used);
       continue;
     }
-    int on = 1;
-    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
-    if (::bind(fd, address->ai_addr, address->ai_addrlen) == 0 && ::listen(fd, SOMAXCONN) == 0) return fd;
-    error = errno;
-    ::close(fd);
+    used += feed_head(data + used, size - used);
+    if (state_ != State::kHead) break;  // the caller judges the head before a byte of the body is read
   }
-  throw Error("tune serve: cannot listen on " + where + " (" + std::strerror(error) + ")");
+  return used;
 }
 
-int bound_port(int fd) {
-  sockaddr_storage address{};
-  socklen_t size = sizeof address;
-  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &size) != 0) return -1;
-  if (address.ss_family == AF_INET6) return ntohs(reinterpret_cast<sockaddr_in6*>(&address)->sin6_port);
-  return ntohs(reinterpret_cast<sockaddr_in*>(&address)->sin_port);
-}
-
-
-void describe_address(const sockaddr_storage& address, std::string& ip, int& port) {
-  char text[INET6_ADDRSTRLEN] = "";
-  if (address.ss_family == AF_INET6) {
-    auto* v6 = reinterpret_cast<const sockaddr_in6*>(&address);
-    inet_ntop(AF_INET6, &v6->sin6_addr, text, sizeof text);
-    port = ntohs(v6->sin6_port);
-  } else if (address.ss_family == AF_INET) {
-    auto* v4 = reinterpret_cast<const sockaddr_in*>(&address);
-    inet_ntop(AF_INET, &v4->sin_addr, text, sizeof text);
-    port = ntohs(v4->sin_port);
+RequestParser::Line RequestParser::take_line(const char* data, size_t size, size_t limit, size_t& used) {
+  const size_t room = limit + 2 - std::min(limit + 2, line_.size());  // the line, a '\r' and the '\n'
+  const size_t window = std::min(size, room);
+  const void* newline = std::memchr(data, '\n', window);
+  if (newline == nullptr) {
+    used = window;
+    line_.append(data, used);
+    bool too_long = line_.size() > limit + 1 || (line_.size() == limit + 1 && line_.back() != '\r');
+    return too_long ? Line::kTooLong : Line::kPartial;
   }
-  ip = text;
+  used = static_cast<size_t>(static_cast<const char*>(newline) - data) + 1;
+  line_.append(data, used - 1);
+  if (!line_.empty() && line_.back() == '\r') line_.pop_back();
+  return line_.size() > limit ? Line::kTooLong : Line::kWhole;
 }
 
-// One accepted connection as httplib's Stream: reads through a buffer (httplib
-// reads a request line byte by byte) and gathers a response's writes into one
-// send(), made when the next read would wait or by flush().
-class ConnectionStream final : public httplib::Stream {
- public:
-  explicit ConnectionStream(int fd) : fd_(fd) {
-    sockaddr_storage address{};
-    socklen_t size = sizeof address;
-    if (::getpeername(fd, reinterpret_cast<sockaddr*>(&address), &size) == 0) {
-      describe_address(address, remote_ip_, remote_port_);
+size_t RequestParser::feed_head(const char* data, size_t size) {
+  const bool first = request_.method.empty();
+  const size_t limit = first ? limits_.max_request_line : limits_.max_header_bytes - std::min(limits_.max_header_bytes, header_bytes_);
+  size_t used = 0;
+  Line line = take_line(data, size, limit, used);
+  if (line == Line::kTooLong) {
+    if (first) {
+      fail(414, "the request line exceeds " + std::to_string(limits_.max_request_line) + " bytes");
+    } else {
+      fail(431, "the request's header fields exceed " + std::to_string(limits_.max_header_bytes) + " bytes");
     }
-    size = sizeof address;
-    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &size) == 0) {
-      describe_address(address, local_ip_, local_port_);
+  } else if (line == Line::kWhole) {
+    std::string text = std::move(line_);
+    line_.clear();
+    if (text.find('\r') != std::string::npos) {
+      fail(400, "a bare CR in the request's head");
+    } else {
+      head_line(text);
     }
   }
-
-  bool is_readable() const override { return has_buffered_input() || wait_for(POLLIN); }
-  bool is_writable() const override { return wait_for(POLLOUT); }
-  ssize_t read(char* data, size_t size) override {
-    if (!has_buffered_input()) {
-      if (!flush()) return -1;
-      if (size >= input_.size()) return receive(data, size);
-      ssize_t received = receive(input_.data(), input_.size());
-      if (received <= 0) return received;
-      begin_ = 0;
-      end_ = static_cast<size_t>(received);
-    }
-    size_t count = std::min(size, end_ - begin_);
-    std::memcpy(data, input_.data() + begin_, count);
-    begin_ += count;
-    return static_cast<ssize_t>(count);
-  }
-  ssize_t write(const char* data, size_t size) override {
-    output_.append(data, size);
-    if (output_.size() >= kFlushBytes && !flush()) return -1;
-    return static_cast<ssize_t>(size);
-  }
-  void get_remote_ip_and_port(std::string& ip, int& port) const override {
-    ip = remote_ip_;
-    port = remote_port_;
-  }
-  void get_local_ip_and_port(std::string& ip, int& port) const override {
-    ip = local_ip_;
-    port = local_port_;
-  }
-  int socket() const override { return fd_; }
-
-  bool has_buffered_input() const { return begin_ < end_; }
-  // Reads and drops `count` bytes; false if the connection ends first.
-  bool discard(uint64_t count) {
-    char sink[4096];
-    while (count > 0) {
-      ssize_t n = read(sink, static_cast<size_t>(std::min<uint64_t>(count, sizeof sink)));
-      if (n <= 0) return false;
-      count -= static_cast<uint64_t>(n);
-    }
-    return true;
-  }
-  // Sends what write() gathered; false when the peer is gone or too slow.
-  bool flush() {
-    size_t sent = 0;
-    while (sent < output_.size()) {
-      ssize_t count = ::send(fd_, output_.data() + sent, output_.size() - sent, MSG_NOSIGNAL);
-      if (count < 0 && errno == EINTR) continue;
-      if (count <= 0) break;
-      sent += static_cast<size_t>(count);
-    }
-    bool complete = sent == output_.size();
-    output_.clear();  // keeps the capacity for the next response
-    return complete;
-  }
-
- private:
-  // The socket has SO_RCVTIMEO, so a silent peer ends in EAGAIN.
-  // TCP_QUICKACK: a client that writes a request's headers and body
-  // separately with Nagle on (httplib's own client does) would otherwise wait
-  // for our delayed ACK, 40 ms, before sending the body.
-  ssize_t receive(char* data, size_t size) {
-    ssize_t count;
-    do {
-      count = ::recv(fd_, data, size, 0);
-    } while (count < 0 && errno == EINTR);
-    int on = 1;
-    ::setsockopt(fd_, IPPROTO_TCP, TCP_QUICKACK, &on, sizeof on);
-    return count;
-  }
-  bool wait_for(short events) const {
-    pollfd entry{fd_, events, 0};
-    return ::poll(&entry, 1, kIoTimeoutSeconds * 1000) > 0;
-  }
-
-  int fd_;
-  std::array<char, 16384> input_;
-  size_t begin_ = 0;
-  size_t end_ = 0;
-  std::string output_;
-  std::string remote_ip_, local_ip_;
-  int remote_port_ = -1, local_port_ = -1;
-};
-
-// httplib's worker pool, which also says how many connections wait for a thread.
-class WorkerPool final : public httplib::TaskQueue {
- public:
-  explicit WorkerPool(size_t threads) {
-    for (size_t i = 0; i < threads; ++i) threads_.emplace_back([this] { work(); });
-  }
-  void enqueue(std::function<void()> job) override {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      jobs_.push_back(std::move(job));
-      waiting_.store(jobs_.size(), std::memory_order_relaxed);
-    }
-    ready_.notify_one();
-  }
-  // Runs the jobs already queued, then joins the threads.
-  void shutdown() override {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      shutting_down_ = true;
-    }
-    ready_.notify_all();
-    for (std::thread& thread : threads_) thread.join();
-  }
-  size_t waiting() const { return waiting_.load(std::memory_order_relaxed); }
-
- private:
-  void work() {
-    for (;;) {
-      std::function<void()> job;
-      {
-        std::unique_lock<std::mutex> lock(mutex_);
-        ready_.wait(lock, [this] { return shutting_down_ || !jobs_.empty(); });
-        if (jobs_.empty()) return;
-        job = std::move(jobs_.front());
-        jobs_.pop_front();
-        waiting_.store(jobs_.size(), std::memory_order_relaxed);
-      }
-      job();
-    }
-  }
-
-  std::mutex mutex_;
-  std::condition_variable ready_;
-  std::deque<std::function<void()>> jobs_;
-  std::atomic<size_t> waiting_{0};
-  bool shutting_down_ = false;
-  std::vector<std::thread> threads_;
-};
-
-void prepare_socket(int fd) {
-  ::fcntl(fd, F_SETFD, FD_CLOEXEC);
-  int on = 1;
-  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
-  timeval timeout{kIoTimeoutSeconds, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
-  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
+  return used;
 }
 
-// Closes after sending a response while the client may still be sending a
-// body: reading (and dropping) a bounded rest first keeps the kernel from
-// answering with a reset that could destroy the response in flight.
-void linger_and_close(int fd) {
-  ::shutdown(fd, SHUT_WR);
-  char sink[16384];
-  size_t dropped = 0;
-  auto deadline = Clock::now() + std::chrono::milliseconds(kLingerMs);
-  while (dropped < kMaxLingerBytes) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-    pollfd entry{fd, POLLIN, 0};
-    if (left <= 0 || ::poll(&entry, 1, static_cast<int>(left)) <= 0) break;
-    ssize_t count = ::recv(fd, sink, sizeof sink, 0);
-    if (count <= 0) break;
-    dropped += static_cast<size_t>(count);
+bool RequestParser::head_line(std::string_view line) {
+  if (request_.method.empty()) {
+    if (line.empty()) return true;  // an empty line before the request line is ignored (RFC 9112 2.2)
+    return request_line(line);
   }
-  ::close(fd);
+  if (line.empty()) return finish_head();
+  header_bytes_ += line.size() + 2;
+  return header_line(line);
 }
 
-
-HttpServer::HttpServer(int listener, size_t threads, Metrics& metrics) : metrics_(metrics) {
-  svr_sock_ = listener;
-  wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (wake_fd_ < 0) {
-    close_listener();
-    throw Error(std::string("tune serve: cannot create an eventfd (") + std::strerror(errno) + ")");
+bool RequestParser::request_line(std::string_view line) {
+  const char* usage = "malformed request line: send METHOD /path HTTP/1.1";
+  size_t first = line.find(' ');
+  size_t second = first == std::string_view::npos ? first : line.find(' ', first + 1);
+  if (second == std::string_view::npos || line.find(' ', second + 1) != std::string_view::npos) return fail(400, usage);
+  std::string_view method = line.substr(0, first);
+  std::string_view target = line.substr(first + 1, second - first - 1);
+  std::string_view version = line.substr(second + 1);
+  if (!is_token(method) || target.empty() || std::any_of(target.begin(), target.end(), is_control)) {
+    return fail(400, usage);
   }
-  new_task_queue = [this, threads] {
-    auto* pool = new WorkerPool(threads);
-    pool_.store(pool);
-    return pool;
-  };
-  set_keep_alive_max_count(kRequestsBeforeYield);
-  set_keep_alive_timeout(kIdleTimeoutMs / 1000);
-  set_read_timeout(kIoTimeoutSeconds);
-  set_write_timeout(kIoTimeoutSeconds);
-}
-
-HttpServer::~HttpServer() {
-  close_listener();
-  ::close(wake_fd_);
-}
-
-void HttpServer::stop_serving() {
-  stopping_.store(true);
-  uint64_t one = 1;
-  [[maybe_unused]] ssize_t written = ::write(wake_fd_, &one, sizeof one);
-  close_listener();
-}
-
-void HttpServer::close_listener() {
-  int fd = svr_sock_.exchange(INVALID_SOCKET);
-  if (fd == INVALID_SOCKET) return;
-  ::shutdown(fd, SHUT_RDWR);  // wakes a thread blocked in accept()
-  ::close(fd);
-}
-
-bool HttpServer::others_waiting() const {
-  WorkerPool* pool = pool_.load(std::memory_order_relaxed);
-  return pool != nullptr && pool->waiting() > 0;
-}
-
-bool HttpServer::process_and_close_socket(int sock) {
-  prepare_socket(sock);
-  bool linger = false;
-  {
-    ConnectionStream stream(sock);
-    for (size_t served = 0; wait_for_request(stream); ++served) {
-      t_request = RequestContext{Clock::now()};
-      bool close = stopping() || (served + 1 >= kRequestsBeforeYield && others_waiting());
-      bool closed_by_client = false;
-      metrics_.in_flight().fetch_add(1, std::memory_order_relaxed);
-      bool ok = process_request(stream, close, closed_by_client, nullptr);
-      ok = stream.flush() && ok && stream.discard(t_request.unread_body);
-      metrics_.in_flight().fetch_sub(1, std::memory_order_relaxed);
-      linger = t_request.close_connection;
-      if (!ok || close || closed_by_client || linger) break;
-    }
-  }
-  if (linger) {
-    linger_and_close(sock);
+  if (version == "HTTP/1.1" || version == "HTTP/1.0") {
+    request_.minor_version = version.back() - '0';
+  } else if (version.size() == 8 && version.substr(0, 5) == "HTTP/" && is_digit(version[5]) && version[6] == '.' &&
+             is_digit(version[7])) {
+    return fail(505, std::string(version) + " is not supported: send HTTP/1.1");
   } else {
-    ::shutdown(sock, SHUT_RDWR);
-    ::close(sock);
+    return fail(400, usage);
   }
+  request_.method = std::string(method);
+  request_.target = std::string(target);
+  std::optional<std::string> path = target_path(target, request_.method);
+  if (!path) return fail(400, "malformed request target: send a path such as /v1/models/NAME, %-escapes valid");
+  request_.path = std::move(*path);
   return true;
 }
 
-// Waits for the next request of a connection; false when it should close:
-// on stop, after kIdleTimeoutMs idle, or sooner when a connection waits for
-// a thread.
-bool HttpServer::wait_for_request(const ConnectionStream& stream) const {
-  if (stream.has_buffered_input()) return !stopping();  // a pipelined request
-  pollfd entries[2] = {{stream.socket(), POLLIN, 0}, {wake_fd_, POLLIN, 0}};
-  for (int waited = 0; waited < kIdleTimeoutMs; waited += kIdleSliceMs) {
-    int ready = ::poll(entries, 2, kIdleSliceMs);
-    if (stopping() || (ready < 0 && errno != EINTR)) return false;
-    if (ready > 0) return (entries[0].revents & POLLIN) != 0;
-    if (others_waiting()) return false;
+bool RequestParser::header_line(std::string_view line) {
+  if (line[0] == ' ' || line[0] == '\t') return fail(400, "a folded header line (obs-fold): send each field on one line");
+  size_t colon = line.find(':');
+  if (colon == std::string_view::npos || !is_token(line.substr(0, colon))) {
+    return fail(400, "malformed header field: send Name: value, no space before the colon");
   }
-  return false;
+  std::string_view value = trim(line.substr(colon + 1));
+  if (std::any_of(value.begin(), value.end(), [](char c) { return c != '\t' && is_control(c); })) {
+    return fail(400, "a header field's value has a control character");
+  }
+  if (request_.headers.size() >= limits_.max_header_fields) {
+    return fail(431, "the request has more than " + std::to_string(limits_.max_header_fields) + " header fields");
+  }
+  request_.headers.emplace_back(std::string(line.substr(0, colon)), std::string(value));
+  return true;
+}
+
+bool RequestParser::finish_head() {
+  HttpRequest& r = request_;
+  size_t hosts = r.count("Host");
+  if (hosts > 1 || (r.minor_version == 1 && hosts == 0)) return fail(400, "an HTTP/1.1 request needs one Host header");
+  size_t lengths = r.count("Content-Length");
+  if (lengths > 1) return fail(400, "the request has " + std::to_string(lengths) + " Content-Length headers: send one");
+  if (const std::string* length = r.header("Content-Length")) {
+    if (length->empty() || length->size() > 18 || !std::all_of(length->begin(), length->end(), is_digit)) {
+      return fail(400, "Content-Length is not a number of bytes");
+    }
+    r.content_length = std::stoull(*length);
+  }
+  if (const std::string* encoding = r.header("Transfer-Encoding")) {
+    if (r.content_length) return fail(400, "the request has both Content-Length and Transfer-Encoding: send one");
+    if (r.minor_version == 0) return fail(400, "Transfer-Encoding in an HTTP/1.0 request");
+    if (r.count("Transfer-Encoding") > 1 || !equal_ignoring_case(*encoding, "chunked")) {
+      return fail(501, "Transfer-Encoding other than chunked is not supported: send chunked or Content-Length");
+    }
+    r.chunked = true;
+  }
+  if (r.content_length && *r.content_length > limits_.max_body_bytes) {
+    return fail(413, "the body has " + std::to_string(*r.content_length) + " bytes: at most " +
+                         std::to_string(limits_.max_body_bytes));
+  }
+  if (const std::string* expect = r.header("Expect"); expect && r.minor_version == 1) {
+    if (r.count("Expect") > 1 || !equal_ignoring_case(*expect, "100-continue")) {
+      return fail(417, "only Expect: 100-continue is supported");
+    }
+    r.expect_continue = true;
+  }
+  bool close = false;
+  bool keep_alive = false;
+  for (const auto& [name, value] : r.headers) {
+    if (!equal_ignoring_case(name, "Connection")) continue;
+    std::string options = lowercase(value);
+    for (size_t begin = 0; begin <= options.size();) {
+      size_t end = std::min(options.find(',', begin), options.size());
+      std::string_view option = trim(std::string_view(options).substr(begin, end - begin));
+      close = close || option == "close";
+      keep_alive = keep_alive || option == "keep-alive";
+      begin = end + 1;
+    }
+  }
+  r.keep_alive = !close && (r.minor_version == 1 || keep_alive);
+  left_ = r.content_length.value_or(0);
+  state_ = r.chunked || left_ > 0 ? State::kBody : State::kComplete;
+  return true;
+}
+
+void RequestParser::append_body(const char* data, size_t size) {
+  body_bytes_ += size;
+  if (!discard_) request_.body.append(data, size);
+}
+
+size_t RequestParser::feed_body(const char* data, size_t size) {
+  if (request_.chunked) return feed_chunked(data, size);
+  size_t take = static_cast<size_t>(std::min<uint64_t>(size, left_));
+  append_body(data, take);
+  left_ -= take;
+  if (left_ == 0) state_ = State::kComplete;
+  return take;
+}
+
+size_t RequestParser::feed_chunked(const char* data, size_t size) {
+  size_t used = 0;
+  if (chunk_ == Chunk::kData) {
+    used = static_cast<size_t>(std::min<uint64_t>(size, left_));
+    append_body(data, used);
+    left_ -= used;
+    if (left_ == 0) chunk_ = Chunk::kDataEnd;
+    return used;
+  }
+  size_t limit = chunk_ == Chunk::kSize      ? kMaxChunkSizeLine
+                 : chunk_ == Chunk::kDataEnd ? 0
+                                             : limits_.max_header_bytes - std::min(limits_.max_header_bytes, header_bytes_);
+  Line taken = take_line(data, size, limit, used);
+  if (taken == Line::kTooLong) {
+    if (chunk_ == Chunk::kTrailer) {
+      fail(431, "the body's trailer exceeds " + std::to_string(limits_.max_header_bytes) + " bytes");
+    } else {
+      fail(400, chunk_ == Chunk::kSize ? "malformed chunk size line" : "a chunk is longer than its size");
+    }
+    return used;
+  }
+  if (taken == Line::kPartial) return used;
+  std::string line = std::move(line_);
+  line_.clear();
+  if (chunk_ == Chunk::kSize) {
+    chunk_size_line(line);
+  } else if (chunk_ == Chunk::kDataEnd) {
+    chunk_ = Chunk::kSize;
+  } else if (line.empty()) {
+    state_ = State::kComplete;
+  } else {
+    header_bytes_ += line.size() + 2;  // a trailer field: bounded, otherwise ignored
+  }
+  return used;
+}
+
+bool RequestParser::chunk_size_line(std::string_view line) {
+  size_t digits = 0;
+  uint64_t chunk = 0;
+  while (digits < line.size() && hex_value(line[digits]) >= 0) {
+    if (digits == 15) return fail(413, "the body has more than " + std::to_string(limits_.max_body_bytes) + " bytes");
+    chunk = chunk * 16 + static_cast<uint64_t>(hex_value(line[digits]));
+    ++digits;
+  }
+  std::string_view rest = trim(line.substr(digits));
+  if (digits == 0 || !(rest.empty() || rest[0] == ';')) return fail(400, "malformed chunk size line");
+  if (chunk > limits_.max_body_bytes - std::min(limits_.max_body_bytes, body_bytes_)) {
+    return fail(413, "the body has more than " + std::to_string(limits_.max_body_bytes) + " bytes");
+  }
+  left_ = chunk;
+  chunk_ = chunk == 0 ? Chunk::kTrailer : Chunk::kData;
+  header_bytes_ = 0;
+  return true;
 }
 
 }  // namespace tune::serve_detail

@@ -45,9 +45,19 @@ std::string Metrics::render() const {
     out += "tune_serve_request_duration_seconds_sum{" + label + "} " + format_number(seconds) + "\n";
     out += "tune_serve_request_duration_seconds_count{" + label + "} " + std::to_string(cumulative) + "\n";
   }
-  out += "# HELP tune_serve_in_flight Requests being read, predicted or answered.\n";
+  out += "# HELP tune_serve_in_flight Requests read whole and not yet answered (predicting or waiting for a thread).\n";
   out += "# TYPE tune_serve_in_flight gauge\n";
   out += "tune_serve_in_flight " + std::to_string(in_flight_.load()) + "\n";
+  out += "# HELP tune_serve_connections Connections open.\n";
+  out += "# TYPE tune_serve_connections gauge\n";
+  out += "tune_serve_connections " + std::to_string(connections_.load()) + "\n";
+  out += "# HELP tune_serve_connections_dropped_total Connections closed unanswered: past a deadline (timeout), "
+         "replaced at a connection limit (evicted), or over one with none to replace (refused).\n";
+  out += "# TYPE tune_serve_connections_dropped_total counter\n";
+  for (size_t reason = 0; reason < dropped_.size(); ++reason) {
+    out += std::string("tune_serve_connections_dropped_total{reason=\"") + kDropNames[reason] + "\"} " +
+           std::to_string(dropped_[reason].load(std::memory_order_relaxed)) + "\n";
+  }
   return out;
 }
 

@@ -1,5 +1,5 @@
-// Internal to `tune serve` (tuner/serve/serve.cpp): the request counters and
-// duration histograms behind GET /metrics (Prometheus text format 0.0.4).
+// Internal to `tune serve`: the request counters, duration histograms and
+// connection counts behind GET /metrics (Prometheus text format 0.0.4).
 #pragma once
 
 #include <algorithm>
@@ -20,6 +20,10 @@ constexpr std::array<const char*, 5> kRouteNames = {"predict", "metadata", "heal
 constexpr std::array<double, 16> kBuckets = {1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2, 2.5e-2,
                                              5e-2, 0.1,    0.25,   0.5,  1,    2.5,    5,    10};
 
+// Why the server closed a connection before answering it.
+enum class Drop { kTimeout, kEvicted, kRefused };
+constexpr std::array<const char*, 3> kDropNames = {"timeout", "evicted", "refused"};
+
 // Lock-free counters: a request costs a few relaxed atomic increments.
 class Metrics {
  public:
@@ -35,7 +39,11 @@ class Metrics {
     counters.nanoseconds.fetch_add(static_cast<uint64_t>(nanoseconds), std::memory_order_relaxed);
   }
   void add_instances(size_t count) { instances_.fetch_add(count, std::memory_order_relaxed); }
+  void add_dropped(Drop reason) { dropped_[static_cast<size_t>(reason)].fetch_add(1, std::memory_order_relaxed); }
+  // Requests handed to a worker thread and not yet answered.
   std::atomic<int64_t>& in_flight() { return in_flight_; }
+  // Connections open.
+  std::atomic<int64_t>& connections() { return connections_; }
   std::string render() const;
 
  private:
@@ -48,7 +56,9 @@ class Metrics {
   };
   std::array<PerRoute, kRouteNames.size()> routes_{};
   std::atomic<uint64_t> instances_{0};
+  std::array<std::atomic<uint64_t>, kDropNames.size()> dropped_{};
   std::atomic<int64_t> in_flight_{0};
+  std::atomic<int64_t> connections_{0};
 };
 
 }  // namespace tune::serve_detail
