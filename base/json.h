@@ -38,6 +38,37 @@ T json_integer(const Json& value) {
   return value.get<T>();
 }
 
+// `object[key]` as T where `object` is an object holding `key` with a value
+// of T's kind (a number for arithmetic T, a string for std::string, the same
+// kind for Json); `fallback` otherwise. For details tune wrote itself but a
+// hand-edited store may hold anything: nlohmann's value() would throw a
+// type_error there.
+//
+//   const int attempt = json_field(event.detail, "attempt", 0);
+template <class T>
+T json_field(const Json& object, std::string_view key, T fallback) {
+  if (!object.is_object()) return fallback;
+  const auto it = object.find(key);
+  if (it == object.end()) return fallback;
+  if constexpr (std::is_same_v<T, Json>) {
+    return it->type() == fallback.type() || fallback.is_null() ? *it : fallback;
+  } else if constexpr (std::is_same_v<T, bool>) {
+    return it->is_boolean() ? it->template get<bool>() : fallback;
+  } else if constexpr (std::is_integral_v<T>) {
+    if (!it->is_number_integer()) return fallback;
+    try {
+      return json_integer<T>(*it);
+    } catch (const Error&) {
+      return fallback;
+    }
+  } else if constexpr (std::is_floating_point_v<T>) {
+    return it->is_number() ? it->template get<T>() : fallback;
+  } else {
+    static_assert(std::is_same_v<T, std::string>, "json_field: a number, bool, std::string or Json");
+    return it->is_string() ? it->template get<std::string>() : fallback;
+  }
+}
+
 // How deep JSON from outside tune may nest. Every value tune reads from a
 // program, a worker, an HTTP client, a file or a store column is parsed with
 // parse_json: nlohmann builds values iteratively, but copies and destroys

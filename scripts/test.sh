@@ -7,12 +7,17 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$SECONDS
 phases=()
+current=""
 phase() {  # NAME COMMAND...: runs it and records how long it took
   local name="$1" begin=$SECONDS
+  current="$name"
   shift
   "$@"
   phases+=("$name $((SECONDS - begin)) s")
+  current=""
 }
+# A failed phase still prints the times so far (CI shows only the log's tail).
+trap 'status=$?; [ $status -ne 0 ] && echo "test.sh: FAILED in ${current:-?} after $((SECONDS - start)) s (${phases[*]/%/;})" >&2' EXIT
 phase deps scripts/install-deps.sh --for test
 phase build scripts/build.sh
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1

@@ -7,6 +7,8 @@
 # execs/s, coverage, corpus size, findings) and, last, one JSON line.
 # Findings (crash-*, leak-*, timeout-*, oom-* inputs) are kept in
 # build-fuzz/findings/TARGET/; the exit status is 1 when there is any.
+# --seed N: the same mutations each run (scripts/sanitize.sh under CI uses
+# 1, so a gate does not fail on a path only one run happened to take).
 # Targets: every tests/fuzz/NAME_fuzz.cpp (sweep, protocol, filter,
 # store_json, csv, result_line, serve_http, ...). More: bench/fuzz/README.md.
 set -euo pipefail
@@ -23,14 +25,17 @@ done
 note() { echo "[fuzz] $*" >&2; }
 
 SECONDS_EACH=60
+SEED=0  # 0: libFuzzer picks one (a new path each run)
 targets=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --quick) SECONDS_EACH=10 ;;
     --seconds) SECONDS_EACH="${2:?--seconds needs a number}"; shift ;;
     --seconds=*) SECONDS_EACH="${1#--seconds=}" ;;
+    --seed) SEED="${2:?--seed needs a number}"; shift ;;
+    --seed=*) SEED="${1#--seed=}" ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; exit 0 ;;
-    -*) echo "bench/run fuzz: unknown option '$1' (options: --seconds N, --quick, TARGET...)" >&2; exit 2 ;;
+    -*) echo "bench/run fuzz: unknown option '$1' (options: --seconds N, --quick, --seed N, TARGET...)" >&2; exit 2 ;;
     *)
       if [[ ! " ${ALL_TARGETS[*]} " == *" $1 "* ]]; then
         echo "bench/run fuzz: unknown target '$1' (targets: ${ALL_TARGETS[*]})" >&2
@@ -41,6 +46,10 @@ while [[ $# -gt 0 ]]; do
   shift
 done
 [[ ${#targets[@]} -eq 0 ]] && targets=("${ALL_TARGETS[@]}")
+if ! [[ "$SEED" =~ ^[0-9]+$ ]]; then
+  echo "bench/run fuzz: --seed wants a whole number (0: a random one)" >&2
+  exit 2
+fi
 if ! [[ "$SECONDS_EACH" =~ ^[0-9]+$ ]] || [[ "$SECONDS_EACH" -lt 1 ]]; then
   echo "bench/run fuzz: --seconds wants a whole number of seconds >= 1" >&2
   exit 2
@@ -89,7 +98,7 @@ for target in "${targets[@]}"; do
   set +e
   "$BUILD_DIR/tests/fuzz/fuzz_$target" "$corpus" "$seeds" \
     -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=1024 \
-    -print_final_stats=1 -artifact_prefix="$findings/" >"$out" 2>&1
+    -print_final_stats=1 -artifact_prefix="$findings/" -seed="$SEED" >"$out" 2>&1
   status=$?
   set -e
   # The last status line: "#N DONE cov: C ft: F corp: K/SIZE ... exec/s: E rss: M" (or the

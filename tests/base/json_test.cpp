@@ -111,3 +111,23 @@ TEST(OneLine, CutsLongTextWithoutSplittingACharacter) {
 
 }  // namespace
 }  // namespace tune
+
+TEST(JsonField, TakesAValueOfTheRightKindAndFallsBackOtherwise) {
+  const tune::Json detail = tune::Json::parse(
+      R"({"attempt": 2, "host": "h1", "big": 1e300, "neg": -3, "hosts": ["a"], "flag": true, "wrong": "2"})");
+  EXPECT_EQ(tune::json_field(detail, "attempt", 0), 2);
+  EXPECT_EQ(tune::json_field(detail, "wrong", 7), 7);             // a string where a number belongs
+  EXPECT_EQ(tune::json_field(detail, "missing", 7), 7);
+  EXPECT_EQ(tune::json_field(detail, "big", 7), 7);               // a float is not an integer
+  EXPECT_EQ(tune::json_field(detail, "neg", uint32_t{9}), 9u);    // out of the type's range
+  EXPECT_DOUBLE_EQ(tune::json_field(detail, "big", 0.0), 1e300);
+  EXPECT_DOUBLE_EQ(tune::json_field(detail, "attempt", 0.0), 2.0);
+  EXPECT_EQ(tune::json_field(detail, "host", std::string("-")), "h1");
+  EXPECT_EQ(tune::json_field(detail, "attempt", std::string("-")), "-");
+  EXPECT_EQ(tune::json_field(detail, "hosts", tune::Json::array()), tune::Json::array({"a"}));
+  EXPECT_EQ(tune::json_field(detail, "host", tune::Json::array()), tune::Json::array());
+  EXPECT_TRUE(tune::json_field(detail, "flag", false));
+  EXPECT_FALSE(tune::json_field(detail, "attempt", false));
+  EXPECT_EQ(tune::json_field(tune::Json("not an object"), "attempt", 5), 5);
+  EXPECT_EQ(tune::json_field(tune::Json(), "attempt", 5), 5);
+}

@@ -143,9 +143,16 @@ std::map<int64_t, Json> placements_of(Store& store, int64_t experiment_id) {
   bool remote = false;
   for (const auto& e : store.events(experiment_id)) {
     if (e.kind != "trial_started" || !e.trial_id || !e.detail.is_object()) continue;
-    const Json hosts = e.detail.value("hosts", Json::array());
-    for (const auto& h : hosts) remote = remote || (h.is_string() && !h.get<std::string>().empty());
-    placements[*e.trial_id].push_back({{"attempt", e.detail.value("attempt", 0)}, {"hosts", hosts}});
+    // Only what tune writes is taken: a hand-edited detail with hosts that
+    // are not names (or an attempt that is not a number) shows as no host.
+    Json hosts = Json::array();
+    if (auto it = e.detail.find("hosts"); it != e.detail.end() && it->is_array())
+      for (const auto& h : *it)
+        if (h.is_string() && !h.get_ref<const std::string&>().empty()) hosts.push_back(h);
+    remote = remote || !hosts.empty();
+    const auto attempt = e.detail.find("attempt");
+    placements[*e.trial_id].push_back(
+        {{"attempt", attempt != e.detail.end() && attempt->is_number_integer() ? *attempt : Json(0)}, {"hosts", hosts}});
   }
   if (!remote) placements.clear();
   return placements;

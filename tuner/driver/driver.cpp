@@ -166,7 +166,7 @@ void Driver::load_experiment() {
     trial.attempt = record.attempts;
     trial.last_result = record.last_result;
     trial.error = record.error;
-    if (trial.last_result.is_object()) trial.time_before_attempt = trial.last_result.value("time_total_s", 0.0);
+    trial.time_before_attempt = json_field(trial.last_result, "time_total_s", 0.0);
     auto checkpoints = store_->checkpoints(record.id);
     if (!checkpoints.empty()) trial.checkpoint = Checkpoint{checkpoints.back().path, checkpoints.back().iteration};
     trial.iteration = trial.checkpoint ? trial.checkpoint->iteration : 0;

@@ -50,7 +50,7 @@ struct Context {
   Context(const ResultColumns& c, const std::vector<EventRecord>& events, const std::vector<ExploitRecord>& xs)
       : columns(c) {
     for (const auto& e : events) {
-      const int attempt = e.detail.is_object() ? e.detail.value("attempt", 0) : 0;
+      const int attempt = json_field(e.detail, "attempt", 0);
       if (e.kind == "trial_retry" && e.trial_id) retries.insert({*e.trial_id, attempt});
       if (e.kind == "trial_started" && e.trial_id) starts[{*e.trial_id, attempt}] = &e;
       if (e.kind == "interrupted" || e.kind == "resumed") restarts.push_back(e.time);
@@ -111,7 +111,7 @@ void add_intervals(ExperimentData& data, const Context& ctx, const TrialRecord& 
     Interval interval{record.trial_index, attempt, start, std::max(start, end), 0, ""};
     if (event) {
       interval.start = event->time - ctx.origin;
-      if (event->detail.is_object()) interval.host = event->detail.value("host", std::string());
+      interval.host = json_field(event->detail, "host", std::string());
     }
     data.intervals.push_back(interval);
   };
@@ -235,16 +235,16 @@ ExperimentData extract_experiment(Store& store, const ExperimentRecord& experime
   data.metric = options.metric.empty() ? experiment.metric : options.metric;
   data.mode = !options.mode.empty() ? options.mode : experiment.mode.empty() ? "min" : experiment.mode;
   const Json& spec = experiment.spec;
-  const Json scheduler = spec.is_object() ? spec.value("scheduler", Json::object()) : Json::object();
-  data.scheduler = scheduler.value("type", std::string("fifo"));
-  data.search = spec.is_object() ? spec.value("search", Json::object()).value("algorithm", std::string()) : "";
+  const Json scheduler = json_field(spec, "scheduler", Json::object());
+  data.scheduler = json_field(scheduler, "type", std::string("fifo"));
+  data.search = json_field(json_field(spec, "search", Json::object()), "algorithm", std::string());
   data.running = experiment.status == "RUNNING";
   data.wall_s = std::max(0.0, (data.running ? now : experiment.updated_at) - experiment.created_at);
   if (spec.is_object() && spec.contains("resources")) {
     const Json& r = spec["resources"];
-    data.slots_per_trial = std::max(1, r.value("workers", 1) * r.value("cpus_per_worker", 1));
+    data.slots_per_trial = std::max(1, json_field(r, "workers", 1) * json_field(r, "cpus_per_worker", 1));
   }
-  data.rung_attribute = progress_attribute(data.scheduler, scheduler.value("params", Json::object()));
+  data.rung_attribute = progress_attribute(data.scheduler, json_field(scheduler, "params", Json::object()));
   data.objectives = internal::experiment_objectives(experiment);
 
   std::vector<std::string> keys = {data.metric, kIterationTime};
@@ -310,7 +310,7 @@ ExperimentData extract_experiment(Store& store, const ExperimentRecord& experime
   int capacity = 0;
   for (const auto& e : events) {
     if (e.kind != "started" || !e.detail.is_object()) continue;
-    const int slots = e.detail.value("slots", 0), per_trial = std::max(1, e.detail.value("trial_slots", 1));
+    const int slots = json_field(e.detail, "slots", 0), per_trial = std::max(1, json_field(e.detail, "trial_slots", 1));
     capacity = std::max(capacity, slots / per_trial);
   }
   data.utilisation = utilisation(data.intervals, std::max(data.lanes, capacity));
