@@ -48,6 +48,8 @@ test=(
   libgtest-dev libgmock-dev googletest librapidcheck-dev
   # the Fashion-MNIST examples and trainer tests; the README's curl commands (tests/docs)
   dataset-fashion-mnist curl python3
+  # examples/commands/fashion_ddp_*.yaml run a PyTorch DDP script (example.smoke.*)
+  python3-torch
   # multi-host tests: namespace hosts (ip, ss, unshare, nsenter)
   iproute2 util-linux
   # cluster.secret_never_travels captures the cluster network

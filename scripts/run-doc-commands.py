@@ -107,8 +107,8 @@ def smoke_form(text):
     return "\n".join(out)
 
 
-def scratch_folder(source, build):
-    scratch = tempfile.mkdtemp(prefix="tune-doc-")
+def scratch_folder(source, build, parent=None):
+    scratch = tempfile.mkdtemp(prefix="tune-doc-", dir=parent)
     os.symlink(build, os.path.join(scratch, "build"))
     for name in ("examples", "scripts", "docs"):
         os.symlink(os.path.join(source, name), os.path.join(scratch, name))
@@ -144,6 +144,9 @@ def main():
     parser.add_argument("--build", default="build")
     parser.add_argument("--list", action="store_true")
     parser.add_argument("--keep", action="store_true", help="keep the scratch folder")
+    parser.add_argument("--scratch-in", default=None,
+                        help="make the scratch folder here, not in the system's temp folder "
+                             "(docs/CLUSTER.md: the namespace hosts have a /tmp of their own)")
     parser.add_argument("--timeout", type=float, default=300)
     args = parser.parse_args()
     blocks = parse(args.doc)
@@ -160,7 +163,7 @@ def main():
         return 2
     env = dict(os.environ, PATH=build + os.pathsep + os.environ.get("PATH", ""),
                OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    scratch = scratch_folder(source, build)
+    scratch = scratch_folder(source, build, args.scratch_in)
     failed = ran = 0
     try:
         for b in blocks:

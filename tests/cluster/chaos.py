@@ -27,6 +27,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from flood import flood_program  # noqa: E402
+
 TUNE = os.environ["TUNE_BINARY"]
 SOURCE = os.environ["TUNE_SOURCE_DIR"]
 CLUSTER = os.path.join(SOURCE, "scripts", "local-cluster.sh")
@@ -108,23 +111,6 @@ def driver_port(deadline):
     raise Failed("the driver never listened on 10.77.0.1")
 
 
-FLOOD = """
-import socket, threading, time
-socks = [socket.create_connection(("10.77.0.1", {port}), timeout=5) for _ in range(30)]
-def trickle():
-    s = socket.create_connection(("10.77.0.1", {port}), timeout=5)
-    s.sendall(bytes([0xe8, 0x03, 0, 0]))
-    end = time.time() + {seconds}
-    while time.time() < end:
-        try:
-            s.sendall(b"x")
-        except OSError:
-            return
-        time.sleep(1)
-for _ in range(5):
-    threading.Thread(target=trickle, daemon=True).start()
-time.sleep({seconds})
-"""
 
 
 def results_count(db_path):
@@ -214,7 +200,7 @@ def run_schedule(seed, work, iterations):
                 log.append(f"link {cut} @{at:.1f}")
             elif kind == "flood":
                 flood = subprocess.Popen(["ip", "netns", "exec", HOSTS[flooder], "/usr/bin/python3", "-c",
-                                          FLOOD.format(port=port, seconds=25)])
+                                          flood_program(port, silent=30, trickle=5, seconds=25)])
                 log.append(f"flood from {flooder} @{at:.1f}")
             elif kind == "kill_rank":
                 victim = rng.choice(hosts)

@@ -13,7 +13,6 @@ hostile connections to the driver.
 """
 import hashlib
 import hmac
-import threading
 import json
 import os
 import re
@@ -24,6 +23,9 @@ import subprocess
 import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from flood import flood_program  # noqa: E402
 
 TUNE = os.environ["TUNE_BINARY"]
 SOURCE = os.environ["TUNE_SOURCE_DIR"]
@@ -614,7 +616,6 @@ def case_link_down():
         deadline = time.time() + 60
         while time.time() < deadline and not events(storage, "trial_retry"):
             time.sleep(0.2)
-        freed = time.time() - down
         time.sleep(max(0.0, 20 - (time.time() - down)))
     finally:
         link(HOST2, "up")
@@ -645,23 +646,7 @@ def case_link_down():
 
 def flood(port, silent, trickle, seconds, host=HOST3):
     """Silent and trickling connections to the driver from a test host."""
-    code = f"""
-import socket, threading, time
-socks = [socket.create_connection(("10.77.0.1", {port}), timeout=5) for _ in range({silent})]
-def trickle():
-    s = socket.create_connection(("10.77.0.1", {port}), timeout=5)
-    s.sendall(bytes([0xe8, 0x03, 0, 0]))
-    end = time.time() + {seconds}
-    while time.time() < end:
-        try:
-            s.sendall(b"x")
-        except OSError:
-            return
-        time.sleep(1)
-threads = [threading.Thread(target=trickle, daemon=True) for _ in range({trickle})]
-for t in threads: t.start()
-time.sleep({seconds})
-"""
+    code = flood_program(port, silent, trickle, seconds)
     return subprocess.Popen(["ip", "netns", "exec", NAMESPACE[host], "/usr/bin/python3", "-c", code])
 
 
@@ -766,7 +751,7 @@ def case_rejoin():
     r = run([TUNE, "hosts", "grow", "--storage", storage, "add", HOST2], ok=False)
     check(r.returncode == 1 and "already one of grow's" in r.stderr, f"a second add: {r.returncode} {r.stderr}")
     r = run([TUNE, "hosts", "grow", "--storage", storage, "drain", HOST1])
-    drained_at = time.time()
+    check(f"host {HOST1} drains from grow" in r.stdout, f"tune hosts drain said: {r.stdout} {r.stderr}")
     table = run([TUNE, "hosts", "grow", "--storage", storage]).stdout
     check(re.search(re.escape(HOST1) + r"\s+1\s+0\s+drained", table) and re.search(re.escape(HOST2) + r"\s+2\s+0\s+active", table),
           "tune hosts should show the drained and the added host:\n" + table)

@@ -15,6 +15,7 @@
 
 #include "base/error.h"
 #include "test_util.h"
+#include "process_markers.h"
 #include "tuner/exec/child_process.h"
 #include "tuner/exec/trial_processes.h"
 
@@ -35,29 +36,9 @@ std::vector<std::string> environment(const std::vector<std::string>& extra = {})
   return env;
 }
 
-// A marker no other test (or run) uses: `sleep MARKER` is findable by pgrep -f.
-std::string marker(int seconds) {
-  static int counter = 0;
-  return std::to_string(seconds) + "." + std::to_string(::getpid()) + std::to_string(++counter);
-}
-
-std::vector<pid_t> processes_with(const std::string& marker) {
-  std::istringstream out(run_command("pgrep -f 'sleep " + marker + "$' || true").out);
-  std::vector<pid_t> pids;
-  for (long pid; out >> pid;) pids.push_back(static_cast<pid_t>(pid));
-  return pids;
-}
-
-// Polls (bounded) until no process carries the marker; kills what is left
-// (by pid) so that a failing test leaves nothing behind.
-bool gone(const std::string& marker, std::chrono::seconds bound = std::chrono::seconds(10)) {
-  const auto start = std::chrono::steady_clock::now();
-  while (!processes_with(marker).empty() && std::chrono::steady_clock::now() - start < bound)
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  const auto left = processes_with(marker);
-  for (pid_t pid : left) ::kill(pid, SIGKILL);
-  return left.empty();
-}
+using testing::gone;
+using testing::marker;
+using testing::processes_with;
 
 // The end of a test: what it started and still runs is killed, by pid.
 void end(const std::string& marker) {

@@ -18,6 +18,7 @@
 
 #include "storage/store.h"
 #include "test_util.h"
+#include "process_markers.h"
 
 namespace tune {
 namespace {
@@ -28,33 +29,10 @@ using testing::run_command;
 using testing::run_tune;
 using testing::TempDir;
 
-std::string marker(int seconds) {
-  static int counter = 0;
-  return std::to_string(seconds) + "." + std::to_string(::getpid()) + std::to_string(++counter);
-}
-
-std::vector<pid_t> processes_with(const std::string& marker) {
-  std::istringstream out(run_command("pgrep -f 'sleep " + marker + "$' || true").out);
-  std::vector<pid_t> pids;
-  for (long pid; out >> pid;) pids.push_back(static_cast<pid_t>(pid));
-  return pids;
-}
-
-// Polls (bounded) until no process carries the marker; kills what is left.
-bool gone(const std::string& marker, std::chrono::seconds bound = std::chrono::seconds(10)) {
-  const auto start = std::chrono::steady_clock::now();
-  while (!processes_with(marker).empty() && std::chrono::steady_clock::now() - start < bound)
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  const auto left = processes_with(marker);
-  for (pid_t pid : left) ::kill(pid, SIGKILL);
-  return left.empty();
-}
-
-bool appears(const std::string& marker) {
-  for (int i = 0; i < 400 && processes_with(marker).empty(); ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(25));
-  return !processes_with(marker).empty();
-}
+using testing::appears;
+using testing::gone;
+using testing::marker;
+using testing::processes_with;
 
 std::map<std::string, Json> trials_by(const std::string& storage, const std::string& experiment,
                                       const std::string& key) {

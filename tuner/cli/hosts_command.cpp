@@ -8,6 +8,7 @@
 #include <boost/program_options.hpp>
 
 #include "base/error.h"
+#include "base/json.h"
 #include "tuner/driver/progress.h"
 #include "tuner/query/experiment_access.h"
 
@@ -15,16 +16,6 @@ namespace tune::cli {
 namespace {
 
 namespace po = boost::program_options;
-
-std::string text(const Json& detail, const char* key) {
-  auto it = detail.is_object() ? detail.find(key) : detail.end();
-  return detail.is_object() && it != detail.end() && it->is_string() ? it->get<std::string>() : "";
-}
-
-int64_t number(const Json& detail, const char* key, int64_t fallback) {
-  auto it = detail.is_object() ? detail.find(key) : detail.end();
-  return detail.is_object() && it != detail.end() && it->is_number_integer() ? it->get<int64_t>() : fallback;
-}
 
 // A host name as a hostfile takes it: no space, control character or '#'.
 void check_host_name(const std::string& host) {
@@ -41,7 +32,7 @@ std::optional<EventRecord> answer(Store& store, int64_t experiment, int64_t afte
   while (std::chrono::steady_clock::now() < end) {
     for (const std::string& kind : kinds)
       for (const EventRecord& e : store.events_after(experiment, kind, after))
-        if (text(e.detail, "host") == host) return e;
+        if (json_field(e.detail, "host", std::string()) == host) return e;
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
   return std::nullopt;
@@ -64,9 +55,9 @@ Json host_states(const std::vector<EventRecord>& events) {
     const Json& d = e.detail;
     if (e.kind == "started" && d.is_object() && d.contains("hosts") && d["hosts"].is_array()) {
       for (const Json& h : d["hosts"]) {
-        Json& row = host(text(h, "name"));
-        row["slots"] = number(h, "slots", 0);
-        row["gpus"] = number(h, "gpus", 0);
+        Json& row = host(json_field(h, "name", std::string()));
+        row["slots"] = json_field(h, "slots", int64_t{0});
+        row["gpus"] = json_field(h, "gpus", int64_t{0});
         row["state"] = "active";
       }
     } else if (e.kind == "trial_started" && d.is_object() && d.contains("hosts") && d["hosts"].is_array()) {
@@ -75,20 +66,20 @@ Json host_states(const std::vector<EventRecord>& events) {
     } else if (e.kind == "trial_retry" && d.is_object() && d.contains("hosts") && d["hosts"].is_array()) {
       for (const Json& h : d["hosts"])
         if (h.is_string()) host(h.get<std::string>())["lost"] = host(h.get<std::string>())["lost"].get<int64_t>() + 1;
-    } else if (e.kind == "hosts_excluded" && !text(d, "host").empty()) {
-      host(text(d, "host"))["state"] = "taken out";
+    } else if (e.kind == "hosts_excluded" && !json_field(d, "host", std::string()).empty()) {
+      host(json_field(d, "host", std::string()))["state"] = "taken out";
     } else if (e.kind == "host_readmitted") {
-      host(text(d, "host"))["state"] = "active";
+      host(json_field(d, "host", std::string()))["state"] = "active";
     } else if (e.kind == "host_check_failed") {
-      host(text(d, "host"))["problem"] = text(d, "problem");
+      host(json_field(d, "host", std::string()))["problem"] = json_field(d, "problem", std::string());
     } else if (e.kind == "host_added") {
-      Json& row = host(text(d, "host"));
-      row["slots"] = number(d, "slots", 1);
-      row["gpus"] = number(d, "gpus", 0);
+      Json& row = host(json_field(d, "host", std::string()));
+      row["slots"] = json_field(d, "slots", int64_t{1});
+      row["gpus"] = json_field(d, "gpus", int64_t{0});
       row["state"] = "active";
       row["problem"] = nullptr;
     } else if (e.kind == "host_drained") {
-      host(text(d, "host"))["state"] = "drained";
+      host(json_field(d, "host", std::string()))["state"] = "drained";
     }
   }
   Json out = Json::array();
@@ -172,7 +163,7 @@ int hosts_command(const std::vector<std::string>& args) {
     return 1;
   }
   if (reply->kind == "host_request_failed") {
-    std::cerr << "tune hosts: " << text(reply->detail, "problem") << "\n";
+    std::cerr << "tune hosts: " << json_field(reply->detail, "problem", std::string()) << "\n";
     return 1;
   }
   std::cout << (action == "add" ? "host " + host + " joined " : "host " + host + " drains from ") << experiment.name

@@ -139,7 +139,10 @@ struct GroupExecutor::State {
   // (an unreachable host), so nothing waits for them.
   void link_broken(Group& group, const std::string& host, bool silent) {
     if (group.phase == Group::Phase::kDead && !group.attempt) return;
-    if (!group.first_break && (silent || (!group.cancelled && group.kill_at == 0))) group.first_break = {{host, silent}};
+    // A group on this machine (host "") has no host to blame: its end is
+    // read from its exit and log as before.
+    if (!group.first_break && !host.empty() && (silent || (!group.cancelled && group.kill_at == 0)))
+      group.first_break = {{host, silent}};
     abandon(group, silent);
   }
 
@@ -426,6 +429,13 @@ struct GroupExecutor::State {
       if (event.kind != TrialEvent::Kind::kResult) {
         group->attempt.reset();
         group->phase = Group::Phase::kIdle;
+        if (event.kind == TrialEvent::Kind::kFailed && group->placement.ranks() > 1) {
+          // A trainable that threw in a group of several ranks ends it
+          // (kExitFatalTrial): the next trial gets a fresh group, never this
+          // one on its way out.
+          connection->send(ShutdownMessage{});
+          group->phase = Group::Phase::kDead;
+        }
       }
       sink->push(std::move(event));
     }
