@@ -177,8 +177,8 @@ class Harness {
   bool step() { return driver->step(std::chrono::microseconds(0)); }
   // Driver::finish() destroys the executor: `fake` is gone with it.
   void finish() {
+    fake = nullptr;  // also when finish() throws (NoHostsLeft): the executor is gone by then
     driver->finish();
-    fake = nullptr;
   }
 
   TrialRecord trial(int64_t index) { return *driver->store().trial(driver->experiment_id(), index); }
