@@ -235,5 +235,27 @@ TEST(DriverHosts, AGroupNoHostCanBeBlamedForMakesSuspectsWhoseCheckDecides) {
   h.fake->hold_checks = false;
 }
 
+TEST(DriverHosts, ASweepWhoseOnlyHostsAreSuspectsWaitsForTheirChecksNotFinishes) {
+  // Chaos schedule 7: the last trials' hosts were all suspects (their checks
+  // out), nothing ran, and step() ended the sweep FINISHED with trials left.
+  Harness h;
+  h.open(spec_of(1, /*max_host_failures=*/2), 2, nullptr, false, true, kHosts);
+  h.fake->hold_checks = true;
+  ASSERT_TRUE(h.step());
+  ASSERT_EQ(h.fake->started.size(), 1u);
+  h.fake->crash({0, 1}, "could not start", true, kHosts, /*uncertain=*/true);
+  ASSERT_TRUE(h.step());
+  EXPECT_TRUE(h.fake->live_attempts().empty());
+  EXPECT_TRUE(h.step()) << "every host is being checked: the sweep waits for the answers";
+  EXPECT_TRUE(h.step());
+  EXPECT_EQ(h.status(0), "PENDING");
+  h.fake->answer_check(kHosts[0], true);
+  h.fake->answer_check(kHosts[1], true);
+  ASSERT_TRUE(h.step());
+  ASSERT_TRUE(h.step());
+  ASSERT_EQ(h.fake->started.size(), 2u) << "the retry starts once the suspects are cleared";
+  h.fake->hold_checks = false;
+}
+
 }  // namespace
 }  // namespace tune

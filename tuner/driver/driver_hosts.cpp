@@ -211,7 +211,7 @@ void Driver::hosts_housekeeping() {
       no_hosts_since_ = -1;
     }
   }
-  if (waiting_for_hosts()) {
+  if (no_hosts_since_ >= 0 && !stopping_) {
     const bool all_failed_since = std::all_of(host_checks_.begin(), host_checks_.end(), [&](const auto& entry) {
       return entry.second.due > now && entry.second.due - entry.second.delay >= no_hosts_since_;
     });

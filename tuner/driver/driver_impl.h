@@ -123,7 +123,11 @@ class Driver {
   void host_lost(const std::string& host);
   void suspect(const std::string& host);
   void hosts_housekeeping();
-  bool waiting_for_hosts() const { return no_hosts_since_ >= 0 && !stopping_; }
+  // Nothing can start until a check answers: no host can run a trial and
+  // the taken-out ones are being checked, or the hosts that can are
+  // suspects whose checks are out (a sweep with trials left must not end
+  // as finished meanwhile).
+  bool waiting_for_hosts() const { return (no_hosts_since_ >= 0 || !suspects_.empty()) && !stopping_; }
   void clean_scratch();
   void host_requests();
   struct HostCheckState {
