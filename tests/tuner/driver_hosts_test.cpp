@@ -257,5 +257,24 @@ TEST(DriverHosts, ASweepWhoseOnlyHostsAreSuspectsWaitsForTheirChecksNotFinishes)
   h.fake->hold_checks = false;
 }
 
+TEST(DriverHosts, ThePreflightAsksEveryHostForTheProgramAndFolderTheTrialsUse) {
+  SweepSpec spec = spec_of(1);
+  spec.trainable = "command";
+  spec.command = {{"argv", {"/opt/train.py", "--x", "{x}"}}, {"cwd", "/work/run"}};
+  Harness h;
+  h.open(spec, 2, nullptr, false, true, kHosts);
+  ASSERT_GE(h.fake->checks.size(), kHosts.size());
+  for (size_t i = 0; i < kHosts.size(); ++i)
+    EXPECT_EQ(h.fake->checks[i].paths, (std::vector<std::string>{"/opt/train.py", "/work/run"}));
+  // A program found in PATH, or one named by a parameter, is not a path to check.
+  SweepSpec in_path = spec_of(1);
+  in_path.trainable = "command";
+  in_path.command = {{"argv", {"python3", "train.py"}}};
+  Harness h2;
+  h2.open(in_path, 2, nullptr, false, true, kHosts);
+  ASSERT_FALSE(h2.fake->checks.empty());
+  EXPECT_TRUE(h2.fake->checks[0].paths.empty());
+}
+
 }  // namespace
 }  // namespace tune

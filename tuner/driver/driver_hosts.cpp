@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "base/error.h"
+#include "base/json.h"
 #include "base/names.h"
 #include "base/options.h"
 #include "tuner/driver/driver_impl.h"
@@ -22,20 +23,11 @@ namespace {
 // its working folder.
 std::vector<std::string> needed_paths(const SweepSpec& spec) {
   std::vector<std::string> paths;
-  if (spec.data.is_object()) {
-    auto path = spec.data.find("path");
-    if (path != spec.data.end() && path->is_string()) paths.push_back(path->get<std::string>());
-  }
-  if (spec.command.is_object()) {
-    auto argv = spec.command.find("argv");
-    if (argv != spec.command.end() && argv->is_array() && !argv->empty() && (*argv)[0].is_string()) {
-      const std::string program = (*argv)[0].get<std::string>();
-      if (program.find('/') != std::string::npos && program.find('{') == std::string::npos) paths.push_back(program);
-    }
-    auto cwd = spec.command.find("cwd");
-    if (cwd != spec.command.end() && cwd->is_string() && !cwd->get<std::string>().empty())
-      paths.push_back(cwd->get<std::string>());
-  }
+  if (const std::string data = json_field(spec.data, "path", std::string()); !data.empty()) paths.push_back(data);
+  const Json argv = json_field(spec.command, "argv", Json::array());
+  const std::string program = !argv.empty() && argv[0].is_string() ? argv[0].get<std::string>() : "";
+  if (program.find('/') != std::string::npos && program.find('{') == std::string::npos) paths.push_back(program);
+  if (const std::string cwd = json_field(spec.command, "cwd", std::string()); !cwd.empty()) paths.push_back(cwd);
   return paths;
 }
 

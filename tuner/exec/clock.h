@@ -10,6 +10,12 @@
 
 namespace tune::internal {
 
+// Seconds on the steady clock, for deadlines outside the driver's Clock
+// (executors, the transport).
+inline double steady_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
 class Clock {
  public:
   virtual ~Clock() = default;
@@ -21,9 +27,7 @@ class Clock {
 
 class SystemClock : public Clock {
  public:
-  double now() const override {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-  }
+  double now() const override { return steady_seconds(); }
   double unix_time() const override {
     return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   }

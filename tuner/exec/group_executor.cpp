@@ -24,6 +24,7 @@
 #include "base/error.h"
 #include "base/names.h"
 #include "tuner/exec/checkpoint_transfer.h"
+#include "tuner/exec/clock.h"
 #include "tuner/exec/group_connection.h"
 #include "tuner/exec/mpi_launcher.h"
 #include "tuner/exec/mpirun_log.h"
@@ -42,10 +43,6 @@ bool same_placement(const Placement& a, const Placement& b) {
       return false;
   }
   return true;
-}
-
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 // The host of `rank` in a placement (ranks are laid out host after host).
@@ -155,7 +152,7 @@ struct GroupExecutor::State {
       ::kill(-group.pid, SIGKILL);
       if (group.connection) ::shutdown(group.connection->fd(), SHUT_RDWR);
     }
-    if (group.kill_at == 0) group.kill_at = now_s() + 2.0;
+    if (group.kill_at == 0) group.kill_at = steady_seconds() + 2.0;
     close_watches(group);
   }
 
@@ -270,7 +267,7 @@ struct GroupExecutor::State {
     launch.liveness_s = options.listen_address.empty() ? 0 : options.host_timeout_s;
     probe.log_path = check_dir + "/check_" + std::to_string(id) + ".log";
     launch.log_path = probe.log_path;
-    probe.deadline = now_s() + options.check_timeout_s;
+    probe.deadline = steady_seconds() + options.check_timeout_s;
     probe.pid = spawn_mpirun(launch);
   }
 
@@ -288,7 +285,7 @@ struct GroupExecutor::State {
 
   // Checks whose mpirun ended or ran out of time; finished ones are reaped.
   void poll_checks() {
-    const double now = now_s();
+    const double now = steady_seconds();
     for (auto it = probes.begin(); it != probes.end();) {
       Probe& probe = it->second;
       int status = 0;
@@ -570,7 +567,7 @@ void GroupExecutor::cancel(const AttemptId& attempt, const std::string& reason) 
       group->cancelled = true;
       group->hung = reason == kCancelHung;
       ::kill(-group->pid, group->connection ? SIGTERM : SIGKILL);
-      if (group->kill_at == 0) group->kill_at = now_s() + state_->options.stop_grace_s;
+      if (group->kill_at == 0) group->kill_at = steady_seconds() + state_->options.stop_grace_s;
     }
   }
 }
@@ -610,7 +607,7 @@ void GroupExecutor::poll() {
     }
     // Abandoned or cancelled groups past their grace: killed, their
     // connection closed so that the reader ends even if no host answers.
-    const double now = now_s();
+    const double now = steady_seconds();
     for (auto& group : state_->groups) {
       if (group->kill_at == 0 || now < group->kill_at || group->pid <= 0) continue;
       ::kill(-group->pid, SIGKILL);

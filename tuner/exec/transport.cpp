@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "tuner/exec/clock.h"
 #include "tuner/exec/protocol.h"
 
 namespace tune::internal {
@@ -93,9 +94,6 @@ std::pair<std::string, std::string> split_tcp(const std::string& endpoint) {
 }
 
 
-double monotonic_now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 void set_blocking(int fd, bool blocking) {
   const int flags = ::fcntl(fd, F_GETFL, 0);
@@ -411,9 +409,9 @@ bool Listener::advance(Pending& p, double now, std::optional<Accepted>& ready) {
 }
 
 std::optional<Accepted> Listener::accept_one(int timeout_ms) {
-  const double end = monotonic_now() + timeout_ms / 1000.0;
+  const double end = steady_seconds() + timeout_ms / 1000.0;
   while (true) {
-    const double now = monotonic_now();
+    const double now = steady_seconds();
     std::optional<Accepted> ready;
     for (auto it = pending_.begin(); it != pending_.end() && !ready;) {
       if (advance(**it, now, ready)) {
@@ -432,7 +430,7 @@ std::optional<Accepted> Listener::accept_one(int timeout_ms) {
       wake = std::min(wake, p->deadline);
     }
     const int wait_ms = std::max(0, static_cast<int>((wake - now) * 1000) + 1);
-    if (::poll(fds.data(), fds.size(), wait_ms) > 0 && (fds[0].revents & POLLIN)) accept_new(monotonic_now());
+    if (::poll(fds.data(), fds.size(), wait_ms) > 0 && (fds[0].revents & POLLIN)) accept_new(steady_seconds());
   }
 }
 
