@@ -20,6 +20,7 @@ An HTML comment on the line(s) just above a block steers it (invisible on GitHub
   <!-- doc-test: as-written -->         `tune run` lines are run as written (no --smoke)
   <!-- doc-test: needs: COMMAND -->     run only when COMMAND succeeds, else reported skipped
   <!-- doc-test: setup: COMMAND -->     COMMAND runs first, unseen by readers (data a block queries)
+  <!-- doc-test: expect: REGEX -->      the block's output must match REGEX (Python re, multiline)
 Several may be given, one a comment.
 
 --list prints each block with its line and directives, runs nothing. Exit status 0 when every
@@ -36,7 +37,7 @@ import tempfile
 import time
 
 FENCE = re.compile(r"^```(sh|bash|shell)\s*$")
-DIRECTIVE = re.compile(r"^<!--\s*doc-test:\s*(skip|as-written|needs|setup)\s*(?::\s*(.*?))?\s*-->\s*$")
+DIRECTIVE = re.compile(r"^<!--\s*doc-test:\s*(skip|as-written|needs|setup|expect)\s*(?::\s*(.*?))?\s*-->\s*$")
 TUNE_RUN = re.compile(r"^(\s*(?:build/)?tune run )(.*)$")
 
 
@@ -68,7 +69,7 @@ def parse(path):
             m = DIRECTIVE.match(lines[j])
             if not m:
                 raise SystemExit(f"{path}:{j + 1}: not a doc-test directive: {lines[j]}")
-            if m.group(1) in ("skip", "needs", "setup") and not m.group(2):
+            if m.group(1) in ("skip", "needs", "setup", "expect") and not m.group(2):
                 raise SystemExit(f"{path}:{j + 1}: doc-test: {m.group(1)} needs an argument")
             directives.insert(0, (m.group(1), m.group(2) or ""))
             j -= 1
@@ -181,11 +182,14 @@ def main():
             code, out = run_script(script, scratch, env, args.timeout)
             ran += 1
             took = time.monotonic() - started
-            if code == 0:
+            missing = [r for r in b.directive("expect") if not re.search(r, out, re.MULTILINE)]
+            if code == 0 and not missing:
                 print(f"{where}: ok ({took:.1f} s)")
                 continue
             failed += 1
             why = f"timed out after {args.timeout:.0f} s" if code is None else f"exit status {code}"
+            if code == 0:
+                why = f"its output does not match `{missing[0]}`"
             print(f"{where}: FAILED ({why}); the block as run:\n    " + script.replace("\n", "\n    "))
             print("  its output:\n    " + out.rstrip().replace("\n", "\n    "))
     finally:
