@@ -9,8 +9,10 @@
 //   // the sweep loader rethrows it as "sweep.yaml:7: max_t must be positive"
 #pragma once
 
+#include <cerrno>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 
 namespace tune {
 
@@ -61,5 +63,18 @@ class NotFoundError : public Error {
  public:
   using Error::Error;
 };
+
+// A write failed for want of space (SQLite's SQLITE_FULL, ENOSPC, EDQUOT).
+// The driver stops the sweep cleanly on it (the experiment INTERRUPTED, every
+// acknowledged result stored) and `tune resume` goes on once there is room.
+class DiskFullError : public Error {
+ public:
+  using Error::Error;
+};
+
+// Whether an OS error says the disk, or the user's quota on it, is full.
+inline bool is_disk_full(const std::error_code& code) {
+  return code == std::errc::no_space_on_device || code == std::error_condition(EDQUOT, std::generic_category());
+}
 
 }  // namespace tune

@@ -121,9 +121,7 @@ BestCheckpoint find_best_checkpoint(const std::string& storage, const std::strin
   }
   auto best = best_trial(*store, *record, chosen.metric, m);
   if (!best) throw NotFoundError("no trial of '" + experiment + "' reported " + chosen.metric);
-  char name[32];
-  std::snprintf(name, sizeof name, "trial_%05lld", static_cast<long long>(best->trial.trial_index));
-  chosen.trial_name = name;
+  chosen.trial_name = trial_folder_name(best->trial.trial_index);
   chosen.score = best->score;
   chosen.path = moved_checkpoint(best->checkpoint_path, storage, experiment);
   std::error_code ec;

@@ -110,6 +110,7 @@ class SqliteStore final : public Store {
       if (ex.getExtendedErrorCode() == SQLITE_CONSTRAINT_UNIQUE) {
         throw Error("experiment '" + e.name + "' already exists");
       }
+      if (ex.getErrorCode() == SQLITE_FULL) throw DiskFullError(std::string("store: create_experiment: ") + ex.what());
       throw Error(std::string("store: create_experiment: ") + ex.what());
     }
   }
@@ -453,7 +454,10 @@ class SqliteStore final : public Store {
     try {
       return f();
     } catch (const SQLite::Exception& e) {
-      if (e.getErrorCode() == SQLITE_FULL) free_reserve();
+      if (e.getErrorCode() == SQLITE_FULL) {
+        free_reserve();
+        throw DiskFullError(std::string("store: ") + what + ": " + e.what());
+      }
       throw Error(std::string("store: ") + what + ": " + e.what());
     }
   }

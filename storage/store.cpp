@@ -4,6 +4,7 @@
 #include <SQLiteCpp/SQLiteCpp.h>
 #include <sqlite3.h>
 
+#include <cstdio>
 #include <filesystem>
 
 #include "storage/internal/schema.h"
@@ -14,6 +15,12 @@ namespace tune {
 
 namespace fs = std::filesystem;
 using namespace storage_internal;
+
+std::string trial_folder_name(int64_t trial_index) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "trial_%05lld", static_cast<long long>(trial_index));
+  return buffer;
+}
 
 std::string Store::database_path(const std::string& dir) {
   return (fs::path(dir) / "tune.db").string();
@@ -31,6 +38,7 @@ std::unique_ptr<Store> Store::open(const std::string& dir, bool read_only, Durab
   } else {
     std::error_code ec;
     fs::create_directories(dir, ec);
+    if (is_disk_full(ec)) throw DiskFullError("cannot create results directory " + dir + ": " + ec.message());
     if (ec) throw Error("cannot create results directory " + dir + ": " + ec.message());
   }
   std::unique_ptr<Store> store;
@@ -79,6 +87,7 @@ std::unique_ptr<Store> Store::open(const std::string& dir, bool read_only, Durab
     }
     check_store(db, dir, path);
   } catch (const SQLite::Exception& e) {
+    if (e.getErrorCode() == SQLITE_FULL) throw DiskFullError("cannot open store " + dir + ": " + e.what());
     throw Error("cannot open store " + dir + ": " + e.what());
   }
   return store;

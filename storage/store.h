@@ -40,6 +40,10 @@ inline constexpr const char* kPaused = "PAUSED";
 inline constexpr const char* kTerminated = "TERMINATED";
 inline constexpr const char* kError = "ERROR";
 
+// A trial's folder under its experiment's folder (STORAGE/EXPERIMENT/trial_00007):
+// the one spelling of it, for the driver, the executors and checkpoint lookup.
+std::string trial_folder_name(int64_t trial_index);
+
 struct ExperimentRecord {
   int64_t id = 0;
   std::string name;

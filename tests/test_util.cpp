@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -46,6 +47,13 @@ CommandResult run_command(const std::string& command) {
   result.out = slurp(capture.file("out"));
   result.err = slurp(capture.file("err"));
   return result;
+}
+
+bool wait_gone(int pid, double seconds) {
+  const int polls = std::max(1, static_cast<int>(seconds * 20));
+  return run_command("for i in $(seq " + std::to_string(polls) + "); do kill -0 " + std::to_string(pid) +
+                     " 2>/dev/null || exit 0; sleep 0.05; done; exit 1")
+             .exit_code == 0;
 }
 
 CommandResult run_tune(const std::string& args) {

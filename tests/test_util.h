@@ -29,5 +29,8 @@ struct CommandResult {
 CommandResult run_tune(const std::string& args);
 // Runs an arbitrary shell command.
 CommandResult run_command(const std::string& command);
+// Polls (every 50 ms, at most `seconds`) until process `pid` is gone; false
+// if it is still there then. For a process a test killed or signalled.
+bool wait_gone(int pid, double seconds = 30);
 
 }  // namespace tune::testing

@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "base/error.h"
 #include "trainer/session.h"
 #include "trainer/test_functions.h"
 
@@ -20,7 +21,7 @@ namespace {
 double number(const Json& config, const char* key, double fallback) {
   auto it = config.find(key);
   if (it == config.end() || it->is_null()) return fallback;
-  if (!it->is_number()) throw std::invalid_argument(std::string("config '") + key + "' must be a number");
+  if (!it->is_number()) throw ConfigError(std::string("config '") + key + "' must be a number");
   return it->get<double>();
 }
 
@@ -63,10 +64,10 @@ void zdt1_trainable(Session& session) {
   while (c.contains("x" + std::to_string(x.size()))) {
     const std::string key = "x" + std::to_string(x.size());
     const double v = number(c, key.c_str(), 0);
-    if (v < 0 || v > 1) throw std::invalid_argument("config '" + key + "' must be in [0, 1]");
+    if (v < 0 || v > 1) throw ConfigError("config '" + key + "' must be in [0, 1]");
     x.push_back(v);
   }
-  if (x.size() < 2) throw std::invalid_argument("zdt1 needs parameters x0 and x1 (and optionally x2, x3, ...)");
+  if (x.size() < 2) throw ConfigError("zdt1 needs parameters x0 and x1 (and optionally x2, x3, ...)");
   const auto [f1, f2] = test_functions::zdt1(x);
   const int64_t iterations = static_cast<int64_t>(number(c, "iterations", 1));
   for (int64_t i = session.iteration() + 1; i <= iterations; ++i) session.report({{"f1", f1}, {"f2", f2}});
@@ -131,7 +132,7 @@ void synthetic_trainable(Session& session) {
         session.report({{"loss", std::nan("")}});
         return;
       }
-      throw std::runtime_error("synthetic failure at iteration " + std::to_string(i));
+      throw Error("synthetic failure at iteration " + std::to_string(i));
     }
     state += x;
     const double loss = x * x / static_cast<double>(i);

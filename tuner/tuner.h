@@ -64,7 +64,7 @@ class ResultGrid {
   int num_terminated() const;
 
   // The best trial by `metric`/`mode` (default: the experiment's) over
-  // `scope` (see tuner/analysis.h). Throws tune::Error if no trial has the
+  // `scope` (see storage/analysis.h). Throws tune::Error if no trial has the
   // metric, or, without a metric, if the experiment has several (use
   // pareto_front()).
   Result best(const std::string& metric = "", const std::string& mode = "",

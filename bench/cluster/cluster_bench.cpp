@@ -151,7 +151,7 @@ int receive(int argc, char** argv) {
     auto manifest = receive_message(fd);  // the result message names the files
     const auto start = SteadyClock::now();
     auto files = manifest ? manifest_from_json(manifest->at("files")) : std::nullopt;
-    error = files ? receive_checkpoint(fd, *files, dir + "/checkpoint") : "no manifest";
+    error = files ? receive_checkpoint(fd, *files, dir + "/checkpoint").error : "no manifest";
     seconds = seconds_since(start);
   } else {
     std::string buffer(size_t{4} << 20, '\0');

@@ -25,8 +25,6 @@ constexpr const char* kInsertTrial =
 constexpr const char* kInsertParam =
     "INSERT OR IGNORE INTO params(trial_id, name, value_json, value_real, value_text)"
     " VALUES (?,?,?,?,?)";
-// ?1 status, ?2 time, ?3 error ('' keeps the old one), ?4 id. A start clears
-// ended_at so a retried trial does not look finished while it runs.
 constexpr const char* kFindLease =
     "SELECT host, pid, started_at, heartbeat_at FROM driver_leases WHERE experiment_id = ?";
 constexpr const char* kPutLease =
@@ -35,6 +33,8 @@ constexpr const char* kRenewLease =
     "UPDATE driver_leases SET heartbeat_at = ? WHERE experiment_id = ? AND host = ? AND pid = ? AND started_at = ?";
 constexpr const char* kReleaseLease =
     "DELETE FROM driver_leases WHERE experiment_id = ? AND host = ? AND pid = ? AND started_at = ?";
+// ?1 status, ?2 time, ?3 error ('' keeps the old one), ?4 id. A start clears
+// ended_at so a retried trial does not look finished while it runs.
 constexpr const char* kSetTrialStatus =
     "UPDATE trials SET status = ?1,"
     " started_at = CASE WHEN ?1 = 'RUNNING' THEN ?2 ELSE started_at END,"

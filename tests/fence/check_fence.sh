@@ -8,6 +8,12 @@ set -u
 build=$1
 include=$build/include
 status=0
+count=$(find "$include" -name '*.h' 2>/dev/null | wc -l)
+# The fence has something to check: the installed API's headers are there.
+if [ "$count" -lt 10 ]; then
+  echo "FENCE: only $count public headers under $include (is BUILD_DIR a configured build?)"
+  exit 1
+fi
 while IFS= read -r header; do
   rel=${header#"$include"/}
   torch=0

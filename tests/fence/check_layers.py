@@ -2,7 +2,9 @@
 """The layer check: every include edge between source folders must be one
 that docs/ARCHITECTURE.md declares (its ```layers block). Fails on an
 undeclared edge, on a source folder the block does not name, on a folder it
-names that does not exist, and when it checked nothing.
+names that does not exist, and when it checked nothing. Also fails on a
+`throw std::...` in product code: ARCHITECTURE.md says every exception tune
+throws derives from tune::Error (base/error.h).
 
     check_layers.py SOURCE_DIR
 """
@@ -71,6 +73,9 @@ def main():
                 checked += 1
                 path = os.path.join(directory, name)
                 for number, line in enumerate(open(path, encoding="utf-8"), 1):
+                    if re.search(r"\bthrow\s+std::", line.split("//", 1)[0]):
+                        errors.append(f"{os.path.relpath(path, source)}:{number}: throws a std:: exception; "
+                                      "throw tune::Error or a subclass (base/error.h)")
                     m = re.match(r'\s*#\s*include\s+"([^"]+)"', line)
                     if not m or "/" not in m.group(1):
                         continue

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <vector>
 
 #include "schedulers/scheduler.h"
 #include "schedulers/simulator.h"
@@ -55,24 +56,37 @@ TEST(AshaPromotion, EndsWithSuccessiveHalvingCountsAtTheTop) {
     o.config_of = [](int64_t i) { return Json{{"q", (i * 37) % 81}}; };
     o.step = [](const Json& c, std::vector<double>&, int64_t it) { return c["q"].get<double>() + 100.0 / it; };
     SimulationResult r = simulate(*s, o);
-    std::map<int64_t, int> reached;
-    for (const auto& t : r.trials) reached[t.iterations] += 1;
-    EXPECT_EQ(reached[27], r.trials[0].iterations == 27 ? reached[27] : reached[27]);
+    ASSERT_EQ(r.trials.size(), 81u);
     // q = 0 is trial 0 (the best), it must get to max_t.
     EXPECT_EQ(r.trials[0].iterations, 27) << "workers " << workers;
-    // At least floor(81/3^k) trials reach each rung (ASHA may promote more early on).
-    int at_least_3 = 0, at_least_9 = 0;
-    for (const auto& t : r.trials) {
-      at_least_3 += t.iterations >= 3;
-      at_least_9 += t.iterations >= 9;
+    // At a given iteration the loss orders trials as q does (q + 100/it), and q
+    // is a permutation of 0..80: trial by_q[q] has q.
+    std::vector<int64_t> by_q(81);
+    for (int64_t i = 0; i < 81; ++i) by_q[static_cast<size_t>((i * 37) % 81)] = i;
+    // Rung by rung (1 -> 3 -> 9 -> 27): when the sweep ends, the top
+    // floor(n/3) of the n trials that reached a rung have all been promoted to
+    // the next one (ASHA may have promoted others early, never fewer).
+    const std::vector<int64_t> rungs = {1, 3, 9, 27};
+    std::vector<size_t> reached;
+    for (size_t k = 0; k + 1 < rungs.size(); ++k) {
+      std::vector<int64_t> at_rung;  // best first
+      for (int64_t q = 0; q < 81; ++q) {
+        const int64_t trial = by_q[static_cast<size_t>(q)];
+        if (r.trials[static_cast<size_t>(trial)].iterations >= rungs[k]) at_rung.push_back(trial);
+      }
+      reached.push_back(at_rung.size());
+      for (size_t j = 0; j < at_rung.size() / 3; ++j) {
+        EXPECT_GE(r.trials[static_cast<size_t>(at_rung[j])].iterations, rungs[k + 1])
+            << "workers " << workers << ": trial " << at_rung[j] << " is #" << j + 1 << " of " << at_rung.size()
+            << " at rung " << rungs[k] << " but was not promoted";
+      }
     }
-    EXPECT_GE(at_least_3, 27);
-    EXPECT_GE(at_least_9, 9);
-    EXPECT_GE(reached[27], 3);
-    if (workers == 1) {
-      // Sequentially, trials are judged against the ones before them only.
-      EXPECT_LE(at_least_3, 81);
-    }
+    EXPECT_EQ(reached[0], 81u);  // every trial ran its first rung
+    EXPECT_GE(reached[1], 27u);
+    EXPECT_GE(reached[2], 9u);
+    // And not everything was promoted: successive halving cut at each rung.
+    EXPECT_LT(reached[1], 81u) << "workers " << workers;
+    EXPECT_LT(reached[2], reached[1]) << "workers " << workers;
     for (const auto& t : r.trials) EXPECT_EQ(t.status, "TERMINATED");
   }
 }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <random>
 
 #include "schedulers/scheduler.h"
@@ -101,14 +102,46 @@ TEST(Pbt, ExploitsCopyTheTopTrialAndExploreItsConfig) {
   auto s = make_scheduler("pbt", pbt_params(3, 0.0, {2.0}), "q", "max");
   SimulationResult r = simulate(*s, toy(40));
   ASSERT_FALSE(r.exploits.empty());
+  // Each trial's config as the exploits change it, starting from toy()'s.
+  std::map<int64_t, Json> current = {{0, {{"h0", 1.0}, {"h1", 0.0}}}, {1, {{"h0", 0.0}, {"h1", 1.0}}}};
   for (const auto& e : r.exploits) {
     EXPECT_NE(e.trial, e.donor);
     EXPECT_EQ(e.iteration % 4, 0);
-    // Factor 2, clipped to the domain [0, 1]: each key is min(1, 2 * donor's).
+    EXPECT_EQ(e.old_config, current.at(e.trial));
+    // Factor 2, clipped to the domain [0, 1]: each key is min(1, 2 * the donor's).
     for (const char* k : {"h0", "h1"}) {
-      const double v = e.new_config[k].get<double>();
-      EXPECT_TRUE(v == 0.0 || v == 1.0 || (v > 0 && v <= 1)) << v;
+      EXPECT_DOUBLE_EQ(e.new_config[k].get<double>(), std::min(1.0, 2 * current.at(e.donor)[k].get<double>()))
+          << k << " of trial " << e.trial << " cloned from " << e.donor << " at " << e.iteration;
     }
+    current[e.trial] = e.new_config;
+  }
+}
+
+// Which trial is cloned, and what its config becomes: the bottom quantile
+// clones a trial of the top quantile and scales each value by the factor,
+// clipped to the key's domain.
+TEST(Pbt, TheBottomTrialClonesTheTopOneAndScalesItsConfigByTheFactor) {
+  for (const auto& [top_h, want] : std::vector<std::pair<double, double>>{{0.45, 0.9}, {0.6, 1.0}}) {
+    SCOPED_TRACE(top_h);
+    auto s = make_scheduler("pbt",
+                            {{"time_attr", "training_iteration"}, {"perturbation_interval", 1},
+                             {"quantile_fraction", 0.25}, {"resample_probability", 0}, {"perturbation_factors", {2.0}},
+                             {"seed", 1}, {"hyperparam_mutations", {{"h", {{"uniform", {0.0, 1.0}}}}}}},
+                            "q", "max");
+    const std::vector<double> h = {0.1, 0.2, 0.3, top_h};
+    for (int64_t i = 0; i < 4; ++i) s->on_trial_add(i, {{"h", h[static_cast<size_t>(i)]}});
+    s->on_no_more_trials();
+    for (int64_t i = 0; i < 4; ++i) s->on_checkpoint(i, 1);
+    auto at = [](int64_t t, double q) { return Json{{"training_iteration", t}, {"q", q}}; };
+    EXPECT_EQ(s->on_result(0, at(1, 1.0)).action, TrialAction::kContinue);  // alone: no quantiles yet
+    EXPECT_EQ(s->on_result(3, at(1, 4.0)).action, TrialAction::kContinue);
+    EXPECT_EQ(s->on_result(2, at(1, 3.0)).action, TrialAction::kContinue);
+    EXPECT_EQ(s->on_result(1, at(1, 2.0)).action, TrialAction::kContinue);
+    s->on_checkpoint(0, 2);
+    const TrialDecision d = s->on_result(0, at(2, 1.0));  // the worst of 4, at its next boundary
+    ASSERT_EQ(d.action, TrialAction::kExploit);
+    EXPECT_EQ(d.donor, 3);  // ceil(4 x 0.25) = 1: only the best trial is a donor
+    EXPECT_DOUBLE_EQ(d.new_config["h"].get<double>(), want);
   }
 }
 
@@ -290,6 +323,49 @@ TEST(Pb2, FindsBetterHyperparametersThanTheStartingOnes) {
   }
   auto none = make_scheduler("fifo", Json::object(), "q", "max");
   EXPECT_GT(total, best_q(simulate(*none, toy(200))));
+}
+
+// PB2's explore step is GP-UCB over the population's improvement per step,
+// not a perturbation of the donor: the donor (trial 3) leads on level but
+// improves slowest (h = 0.1), the trial exploited (trial 0) improves fastest
+// (h = 0.9). PB2 gives the clone a high h; PBT's factors keep it near the
+// donor's 0.1, so this test fails for plain PBT.
+TEST(Pb2, ExploresWhereThePopulationImprovesFastestNotAroundTheDonor) {
+  const std::vector<double> h = {0.9, 0.7, 0.3, 0.1}, level = {0, 1, 5, 10};
+  auto clone_h = [&](const std::string& kind, uint64_t seed) {
+    Json params = {{"time_attr", "training_iteration"}, {"perturbation_interval", 4}, {"quantile_fraction", 0.25},
+                   {"seed", seed}};
+    if (kind == "pb2") {
+      params["hyperparam_bounds"] = {{"h", {0.0, 1.0}}};
+    } else {
+      params["hyperparam_mutations"] = {{"h", {{"uniform", {0.0, 1.0}}}}};
+      params["resample_probability"] = 0;
+    }
+    auto s = make_scheduler(kind, params, "q", "max");
+    for (int64_t i = 0; i < 4; ++i) s->on_trial_add(i, {{"h", h[static_cast<size_t>(i)]}});
+    s->on_no_more_trials();
+    for (int64_t t = 1; t <= 4; ++t) {
+      for (int64_t i : {3, 2, 1, 0}) {
+        const size_t k = static_cast<size_t>(i);
+        if (t == 4) s->on_checkpoint(i, 4);
+        const TrialDecision d = s->on_result(i, {{"training_iteration", t}, {"q", level[k] + h[k] * t}});
+        if (t < 4 || i != 0) {
+          EXPECT_EQ(d.action, TrialAction::kContinue) << kind << " trial " << i << " at " << t;
+          continue;
+        }
+        EXPECT_EQ(d.action, TrialAction::kExploit) << kind;
+        EXPECT_EQ(d.donor, 3) << kind;
+        return d.new_config.value("h", -1.0);
+      }
+    }
+    return -1.0;
+  };
+  for (uint64_t seed = 1; seed <= 5; ++seed) {
+    SCOPED_TRACE(seed);
+    EXPECT_GT(clone_h("pb2", seed), 0.6);
+    const double pbt = clone_h("pbt", seed);  // 0.1 x 0.8 or 0.1 x 1.2
+    EXPECT_TRUE(std::abs(pbt - 0.08) < 1e-9 || std::abs(pbt - 0.12) < 1e-9) << pbt;
+  }
 }
 
 TEST(Pbt, RejectsBadOptions) {

@@ -314,6 +314,9 @@ def main():
     parser.add_argument("--max-resumes", type=int, default=4, help="resumes before a run counts as failed")
     parser.add_argument("--orphan-grace", type=float, default=10.0,
                         help="seconds a run's processes may take to end after its last driver")
+    parser.add_argument("--min-kills", type=int, default=None,
+                        help="runs whose victim was really killed (not already gone or done) below which the "
+                             "test fails (default: half of --runs)")
     parser.add_argument("--workdir", default=None, help="keep every run's store and logs here")
     args = parser.parse_args()
     here = os.path.dirname(os.path.abspath(__file__))
@@ -365,6 +368,14 @@ def main():
         len(failed)))
     for r in failed:
         print("  run %d (%s): %s" % (r.index, r.dir, " | ".join(r.problems)))
+    # A run whose victim was gone (or the sweep done) proves nothing about a
+    # kill: too few real ones and the test says so rather than passing.
+    kills = sum(1 for r in runs[1:] if r.kill_at is not None)
+    min_kills = args.min_kills if args.min_kills is not None else (args.runs + 1) // 2
+    print("real kills: %d of %d runs (at least %d wanted)" % (kills, args.runs, min_kills))
+    if kills < min_kills:
+        print("torture: only %d kills landed on a live process (--min-kills %d)" % (kills, min_kills))
+        failed = failed or [None]
     if not args.workdir and not failed:
         shutil.rmtree(root, ignore_errors=True)
     elif failed:

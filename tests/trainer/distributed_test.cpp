@@ -6,11 +6,13 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <set>
 
+#include "base/error.h"
 #include "test_util.h"
 #include "trainer/torch/datasets.h"
 #include "trainer/torch/distributed.h"
@@ -93,8 +95,8 @@ TEST(DistributedSampler, BatchesCutTheShardWithASmallerLastBatch) {
   for (auto& b : batches)
     for (int64_t i = 0; i < b.size(0); ++i) joined.push_back(b[i].item<int64_t>());
   EXPECT_EQ(joined, sampler.indices());
-  EXPECT_THROW(sampler.batches(0), std::invalid_argument);
-  EXPECT_THROW(DistributedSampler(10, 2, 2, 0), std::invalid_argument);
+  EXPECT_THROW(sampler.batches(0), tune::ConfigError);
+  EXPECT_THROW(DistributedSampler(10, 2, 2, 0), tune::ConfigError);
 }
 
 // 48 MiB is over glibc's largest dynamic mmap threshold (32 MiB): by default
@@ -116,6 +118,21 @@ TEST(Process, KeepFreedMemoryServesLargeBlocksFromTheHeapAndKeepsThem) {
   EXPECT_GE(mallinfo2().fordblks, kBlock);
 }
 
+// Runs this test binary again with `env` and only `test` selected: exactly
+// that one test must run and pass (a renamed test fails here rather than
+// passing with 0 tests run).
+void expect_rerun_passes(const std::string& env, const std::string& test) {
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  const std::string command = env + " '" + self + "' --gtest_filter=" + test + " 2>&1";
+  std::string out;
+  std::FILE* pipe = ::popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr) << command;
+  char buffer[4096];
+  for (size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) out.append(buffer, n);
+  EXPECT_EQ(::pclose(pipe), 0) << command << "\n" << out;
+  EXPECT_NE(out.find("[  PASSED  ] 1 test."), std::string::npos) << command << "\n" << out;
+}
+
 // TUNE_KEEP_FREED_MEMORY=0 leaves malloc alone: the 48 MiB block is mmapped.
 // The setting is read once per process, so the test re-runs this binary.
 TEST(Process, KeepFreedMemoryOptOutLeavesMallocAlone) {
@@ -130,10 +147,7 @@ TEST(Process, KeepFreedMemoryOptOutLeavesMallocAlone) {
     std::free(block);
     return;
   }
-  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
-  const std::string command = "TUNE_KEEP_FREED_MEMORY=0 '" + self +
-                              "' --gtest_filter=Process.KeepFreedMemoryOptOutLeavesMallocAlone > /dev/null 2>&1";
-  EXPECT_EQ(std::system(command.c_str()), 0) << command;
+  expect_rerun_passes("TUNE_KEEP_FREED_MEMORY=0", "Process.KeepFreedMemoryOptOutLeavesMallocAlone");
 }
 
 // 1e-30 * 1e-10 is subnormal (the smallest normal float is 1.2e-38). With
@@ -159,10 +173,7 @@ TEST(Process, FlushDenormalsMakesSubnormalResultsZero) {
   torch::globalContext().setFlushDenormal(false);  // the next tests run on this thread
   EXPECT_GT(subnormal_product(), 0.0f);
   // TUNE_FLUSH_DENORMALS=0 opts out: this binary again, in that mode.
-  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
-  const std::string command = "TUNE_FLUSH_DENORMALS=0 '" + self +
-                              "' --gtest_filter=Process.FlushDenormalsMakesSubnormalResultsZero > /dev/null 2>&1";
-  EXPECT_EQ(std::system(command.c_str()), 0) << command;
+  expect_rerun_passes("TUNE_FLUSH_DENORMALS=0", "Process.FlushDenormalsMakesSubnormalResultsZero");
 }
 
 TEST(Process, BlasLibraryIsTheLoadedOne) {
@@ -217,7 +228,7 @@ TEST(Checkpoint, RoundTripRestoresModelOptimizerAndEpoch) {
   try {
     load_checkpoint(dir.path() + "/missing", b);
     FAIL() << "no exception";
-  } catch (const std::runtime_error& e) {
+  } catch (const tune::Error& e) {
     EXPECT_NE(std::string(e.what()).find("missing/model.pt"), std::string::npos) << e.what();
   }
 }
@@ -233,10 +244,10 @@ TEST(TrainingDevice, FollowsTheConfigAndFallsBackToTheCpu) {
   if (cuda) {
     EXPECT_EQ(training_device(Json{{"device", "cuda"}}), torch::Device(torch::kCUDA, 0));
   } else {
-    EXPECT_THROW(training_device(Json{{"device", "cuda"}}), std::invalid_argument);
+    EXPECT_THROW(training_device(Json{{"device", "cuda"}}), tune::ConfigError);
   }
-  EXPECT_THROW(training_device(Json{{"device", "tpu"}}), std::invalid_argument);
-  EXPECT_THROW(training_device(Json{{"device", 3}}), std::invalid_argument);
+  EXPECT_THROW(training_device(Json{{"device", "tpu"}}), tune::ConfigError);
+  EXPECT_THROW(training_device(Json{{"device", 3}}), tune::ConfigError);
 }
 
 TEST(Checkpoint, LoadsOntoTheGivenDevice) {
@@ -271,12 +282,12 @@ TEST(Idx, ReadsGzippedUnsignedByteTensors) {
   EXPECT_EQ(d.labels[1].item<int64_t>(), 9);  // labels found beside the images
   EXPECT_NEAR(d.features[1][0][1][2].item<float>(), (220 / 255.0 - 0.2860) / 0.3530, 1e-5);
   write_gz(dir.file("bad.gz"), {1, 2, 3, 4});
-  EXPECT_THROW(tune::data::read_idx(dir.file("bad.gz")), std::runtime_error);
+  EXPECT_THROW(tune::data::read_idx(dir.file("bad.gz")), tune::Error);
   write_gz(dir.file("short.gz"), {0, 0, 8, 1, 0, 0, 0, 9, 1});
   try {
     tune::data::read_idx(dir.file("short.gz"));
     FAIL();
-  } catch (const std::runtime_error& e) {
+  } catch (const tune::Error& e) {
     EXPECT_NE(std::string(e.what()).find("truncated"), std::string::npos) << e.what();
   }
 }
@@ -286,7 +297,7 @@ TEST(FashionMnist, MissingFilesNameTheAptPackage) {
   try {
     tune::data::load_fashion_mnist("train", dir.path());
     FAIL();
-  } catch (const std::runtime_error& e) {
+  } catch (const tune::Error& e) {
     EXPECT_NE(std::string(e.what()).find("apt-get install dataset-fashion-mnist"), std::string::npos) << e.what();
   }
 }
@@ -320,13 +331,13 @@ TEST(TaxiTrips, CsvErrorsCarryFileAndLine) {
   try {
     tune::data::read_csv(path, tune::data::taxi_feature_names(), "is_big_tip");
     FAIL();
-  } catch (const std::runtime_error& e) {
+  } catch (const tune::Error& e) {
     EXPECT_NE(std::string(e.what()).find("bad.csv:3: column 'trip_distance'"), std::string::npos) << e.what();
   }
   try {
     tune::data::read_csv(dir.write("h.csv", "a,b\n1,2\n"), tune::data::taxi_feature_names(), "is_big_tip");
     FAIL();
-  } catch (const std::runtime_error& e) {
+  } catch (const tune::Error& e) {
     EXPECT_NE(std::string(e.what()).find("h.csv:1: missing column 'passenger_count'"), std::string::npos) << e.what();
   }
 }
@@ -338,9 +349,9 @@ TEST(Models, BuildFromConfigAndRejectBadValues) {
   int64_t parameters = 0;
   for (auto& p : mlp->parameters()) parameters += p.numel();
   EXPECT_EQ(parameters, 784 * 256 + 256 + 256 * 128 + 128 + 128 * 10 + 10);  // 784-256-128-10
-  EXPECT_THROW(make_model("fashion_mlp", {{"dropout", 1.5}}), std::invalid_argument);
-  EXPECT_THROW(make_model("fashion_mlp", {{"width", "wide"}}), std::invalid_argument);
-  EXPECT_THROW(make_model("nope", tune::Json::object()), std::invalid_argument);
+  EXPECT_THROW(make_model("fashion_mlp", {{"dropout", 1.5}}), tune::ConfigError);
+  EXPECT_THROW(make_model("fashion_mlp", {{"width", "wide"}}), tune::ConfigError);
+  EXPECT_THROW(make_model("nope", tune::Json::object()), tune::ConfigError);
 }
 
 }  // namespace

@@ -75,6 +75,7 @@ void bound(int fd, int seconds) {
 struct Outcome {
   bool sent = false;
   std::string error;
+  bool stream_broken = false;
 };
 
 // send_checkpoint on a thread, receive_checkpoint here, over a socketpair.
@@ -90,7 +91,9 @@ Outcome transfer(const std::string& dir, const std::vector<CheckpointFile>& sent
     return ok;
   });
   Outcome outcome;
-  outcome.error = receive_checkpoint(fds[1], received_files, target);
+  const ReceivedCheckpoint got = receive_checkpoint(fds[1], received_files, target);
+  outcome.error = got.error;
+  outcome.stream_broken = got.stream_broken;
   ::close(fds[1]);  // a receiver that stops early unblocks the sender
   outcome.sent = sender.get();
   ::close(fds[0]);
@@ -130,7 +133,7 @@ std::string receive_forged(const std::vector<CheckpointFile>& files, const std::
     write(fds[0]);
     ::shutdown(fds[0], SHUT_WR);
   });
-  std::string error = receive_checkpoint(fds[1], files, target);
+  std::string error = receive_checkpoint(fds[1], files, target).error;
   ::close(fds[1]);
   writer.get();
   ::close(fds[0]);
@@ -308,7 +311,39 @@ TEST(CheckpointTransfer, StreamCutOffMidFileLeavesNothing) {
   EXPECT_FALSE(outcome.sent);
   EXPECT_NE(outcome.error, "");
   EXPECT_NE(outcome.error.find("sub/big.bin"), std::string::npos) << outcome.error;
+  EXPECT_TRUE(outcome.stream_broken);  // the connection is out of step: the group is given up
   expect_nothing_left(target);
+}
+
+// A failure on the receiving side (here: TARGET's folder cannot be made) still
+// reads the stream to its checksum: the message after it is the next one read,
+// so the connection goes on (the substring tests it replaced could not say so).
+TEST(CheckpointTransfer, AReceiverThatCannotWriteReadsTheStreamToItsEndAndStaysInStep) {
+  tune::testing::TempDir dir;
+  const std::string source = dir.file("source");
+  write_tree(source, {{"a.bin", random_bytes(size_t{5} << 20, 8)}, {"b/c.bin", "tail"}});
+  const auto files = list_checkpoint(source);
+  std::ofstream(dir.file("plain")) << "a file, not a folder";
+  const std::string target = dir.file("plain") + "/target";
+  int fds[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+  bound(fds[0], 10);
+  bound(fds[1], 10);
+  auto sender = std::async(std::launch::async, [&] {
+    const bool ok = send_checkpoint(fds[0], source, files) && send_message(fds[0], {{"type", "after"}});
+    ::shutdown(fds[0], SHUT_WR);
+    return ok;
+  });
+  const ReceivedCheckpoint got = receive_checkpoint(fds[1], files, target);
+  EXPECT_NE(got.error.find("cannot create"), std::string::npos) << got.error;
+  EXPECT_FALSE(got.stream_broken);
+  const auto next = receive_message(fds[1]);
+  ASSERT_TRUE(next.has_value());
+  EXPECT_EQ(next->value("type", ""), "after");
+  ::close(fds[1]);
+  EXPECT_TRUE(sender.get());
+  ::close(fds[0]);
+  EXPECT_FALSE(fs::exists(target + ".partial"));
 }
 
 TEST(CheckpointTransfer, SenderHangingUpEarlyLeavesNothing) {

@@ -21,6 +21,7 @@ using Json = nlohmann::json;
 using testing::run_command;
 using testing::run_tune;
 using testing::TempDir;
+using testing::wait_gone;
 
 const char* kBranin = R"(name: branin-e2e
 trainable: branin
@@ -390,13 +391,30 @@ param_space:
   checkpoint: true
 )";
 
-// Starts `tune ARGS` in the background and returns its pid.
+// Starts `tune ARGS` in the background and returns its pid; its exit status
+// goes to DIR/rc when it ends (exit_status_of).
 int start_in_background(const std::string& args, const TempDir& dir) {
-  run_command(std::string(TUNE_BINARY) + " " + args + " & echo $! > " + dir.file("pid"));
-  std::ifstream pid_file(dir.file("pid"));
+  run_command("(" + std::string(TUNE_BINARY) + " " + args + " & echo $! > " + dir.file("pid.tmp") + " && mv " +
+              dir.file("pid.tmp") + " " + dir.file("pid") + "; wait $!; echo $? > " + dir.file("rc.tmp") + " && mv " +
+              dir.file("rc.tmp") + " " + dir.file("rc") + ") >/dev/null 2>&1 &");
   int pid = 0;
-  pid_file >> pid;
+  for (int i = 0; i < 200 && pid == 0; ++i) {
+    std::ifstream pid_file(dir.file("pid"));
+    if (!(pid_file >> pid)) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
   return pid;
+}
+
+// The exit status of what start_in_background started, once it has ended
+// (at most 10 s more); -1 if it did not end.
+int exit_status_of(const TempDir& dir) {
+  for (int i = 0; i < 400; ++i) {
+    std::ifstream rc(dir.file("rc"));
+    int code = -1;
+    if (rc >> code) return code;
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  return -1;
 }
 
 Json wait_for_terminated(const std::string& storage, const std::string& name, int count) {
@@ -427,7 +445,7 @@ TEST(CliResume, ContinuesAfterKill9WithTheSameConfigsAsAnUninterruptedRun) {
   ASSERT_GT(pid, 0);
   ASSERT_FALSE(wait_for_terminated(storage, "killed", 2).is_null());
   run_command("kill -9 " + std::to_string(pid));
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  ASSERT_TRUE(wait_gone(pid)) << "kill -9 did not end the driver";
 
   auto resumed = run_tune("resume killed --storage " + storage + " --quiet");
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
@@ -469,7 +487,7 @@ param_space:
   }
   ASSERT_TRUE(paused);
   run_command("kill -9 " + std::to_string(pid));
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  ASSERT_TRUE(wait_gone(pid)) << "kill -9 did not end the driver";
   auto resumed = run_tune("resume asha --storage " + storage + " --quiet");
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
   auto trials = json_of(run_tune("trials asha --storage " + storage + " --json").out);
@@ -514,7 +532,7 @@ TEST(CliResume, ASecondDriverIsRefusedWhileTheFirstRunsAndTakesOverOnceItIsDead)
   EXPECT_EQ(again.exit_code, 2) << again.err;  // the name exists
 
   run_command("kill -9 " + std::to_string(pid));
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  ASSERT_TRUE(wait_gone(pid)) << "kill -9 did not end the driver";
   auto resumed = run_tune("resume one --storage " + storage + " --quiet");  // its owner is dead: taken over
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
   auto trials = json_of(run_tune("trials one --storage " + storage + " --json").out);
@@ -541,9 +559,7 @@ TEST(CliResume, ForceTakesAnExperimentOverFromALiveDriver) {
   auto forced = run_tune("resume taken --storage " + storage + " --quiet --force");
   EXPECT_EQ(forced.exit_code, 0) << forced.err;
   // The first driver notices at its next heartbeat and stops (bounded wait).
-  auto gone = run_command("for i in $(seq 200); do kill -0 " + std::to_string(pid) +
-                          " 2>/dev/null || exit 0; sleep 0.05; done; exit 1");
-  EXPECT_EQ(gone.exit_code, 0) << "the driver that lost its lease kept running";
+  EXPECT_TRUE(wait_gone(pid, 10)) << "the driver that lost its lease kept running";
   auto status = json_of(run_tune("status taken --storage " + storage + " --json").out);
   EXPECT_EQ(status["counts"]["TERMINATED"], 8);
 }
@@ -555,8 +571,9 @@ TEST(CliResume, CtrlCInterruptsAndResumeFinishes) {
   int pid = start_in_background("run " + file + " --name stopped --storage " + storage + " --quiet", dir);
   ASSERT_GT(pid, 0);
   ASSERT_FALSE(wait_for_terminated(storage, "stopped", 1).is_null());
-  run_command("kill -INT " + std::to_string(pid) + "; while kill -0 " + std::to_string(pid) +
-              " 2>/dev/null; do sleep 0.05; done");
+  run_command("kill -INT " + std::to_string(pid));
+  ASSERT_TRUE(wait_gone(pid)) << "Ctrl-C did not stop the driver";
+  EXPECT_EQ(exit_status_of(dir), 130) << "README: an interrupted sweep exits 130";
   auto status = json_of(run_tune("status stopped --storage " + storage + " --json").out);
   EXPECT_EQ(status["status"], "INTERRUPTED");
   ASSERT_EQ(run_tune("resume stopped --storage " + storage + " --quiet").exit_code, 0);
@@ -598,8 +615,8 @@ checkpoint: {num_to_keep: 2}
     }
   }
   ASSERT_TRUE(exploited) << "no exploit within 20 s";
-  run_command("kill -INT " + std::to_string(pid) + "; while kill -0 " + std::to_string(pid) +
-              " 2>/dev/null; do sleep 0.05; done");
+  run_command("kill -INT " + std::to_string(pid));
+  ASSERT_TRUE(wait_gone(pid)) << "Ctrl-C did not stop the driver";
   auto resumed = run_tune("resume pbt --storage " + storage + " --quiet");
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
   auto store = Store::open(storage, true);

@@ -20,6 +20,7 @@ using Json = nlohmann::json;
 using testing::run_command;
 using testing::run_tune;
 using testing::TempDir;
+using testing::wait_gone;
 
 // A trainable as a script: the contract's environment, checkpoints through
 // TUNE_CHECKPOINT_DIR and TUNE_RESTORE_FROM, results as @tune lines. Its
@@ -231,11 +232,14 @@ param_space:
     if (!some_results) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   ASSERT_TRUE(some_results);
-  run_command("kill -9 " + std::to_string(pid) + "; sleep 0.5");
-  // (Other tests run train.py too, elsewhere: count this folder's only.)
-  EXPECT_EQ(run_command("for p in $(pgrep -f 'python3 [t]rain.py'); do readlink /proc/$p/cwd; done | grep -c '^" +
-                        dir.path() + "$'").out,
-            "0\n")
+  run_command("kill -9 " + std::to_string(pid));
+  ASSERT_TRUE(wait_gone(pid)) << "kill -9 did not end the driver";
+  // Its programs end with it (their supervisor sees the driver go): polled,
+  // at most 10 s. (Other tests run train.py too, elsewhere: count this folder's only.)
+  EXPECT_EQ(run_command("for i in $(seq 200); do n=$(for p in $(pgrep -f 'python3 [t]rain.py'); do readlink "
+                        "/proc/$p/cwd; done | grep -c '^" + dir.path() + "$'); [ \"$n\" = 0 ] && exit 0; sleep 0.05; "
+                        "done; exit 1").exit_code,
+            0)
       << "the programs outlived their driver";
   auto resumed = run_tune("resume killed --storage " + storage + " --quiet");
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;

@@ -16,6 +16,7 @@ using Json = nlohmann::json;
 using testing::run_command;
 using testing::run_tune;
 using testing::TempDir;
+using testing::wait_gone;
 
 std::string sweep(const std::string& name, const std::string& search) {
   return "name: " + name +
@@ -98,7 +99,7 @@ void expect_resume_after_kill9(const std::string& objectives, const std::string&
   }
   ASSERT_TRUE(two_done);
   run_command("kill -9 " + std::to_string(pid));
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  ASSERT_TRUE(wait_gone(pid)) << "kill -9 did not end the driver";
   const Json before = trials_of("killed", storage);
   auto resumed = run_tune("resume killed --storage " + storage + " --quiet");
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;

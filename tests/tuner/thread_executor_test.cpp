@@ -137,7 +137,8 @@ TEST(ThreadExecutor, AStuckTrialIsAbandonedAfterTheGraceAndShutdownDoesNotWait) 
     EXPECT_TRUE(*looping) << "shutdown returned with the abandoned trial still running";
   }
   *stuck = false;  // let the abandoned thread finish before the test binary exits
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  for (int i = 0; i < 5000 && *looping; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_FALSE(*looping) << "the abandoned thread did not end once released";
 }
 
 }  // namespace

@@ -11,6 +11,8 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 
+#include "base/error.h"
+
 namespace tune::data {
 
 Dataset Dataset::select(const torch::Tensor& index) const {
@@ -52,25 +54,25 @@ constexpr double kFashionMean = 0.2860, kFashionStd = 0.3530;
 }  // namespace
 
 torch::Tensor read_idx(const std::string& path) {
-  if (!std::filesystem::exists(path)) throw std::runtime_error("IDX file not found: " + path);
+  if (!std::filesystem::exists(path)) throw Error("IDX file not found: " + path);
   GzFile in(path);
-  if (!in.file) throw std::runtime_error("cannot open IDX file " + path);
+  if (!in.file) throw Error("cannot open IDX file " + path);
   unsigned char magic[4];
-  if (!in.read(magic, 4)) throw std::runtime_error("IDX file " + path + " is empty or not gzip/IDX");
+  if (!in.read(magic, 4)) throw Error("IDX file " + path + " is empty or not gzip/IDX");
   if (magic[0] != 0 || magic[1] != 0 || magic[2] != 0x08 || magic[3] < 1 || magic[3] > 4) {
-    throw std::runtime_error("IDX file " + path + ": bad magic (expected unsigned-byte data, 1-4 dims)");
+    throw Error("IDX file " + path + ": bad magic (expected unsigned-byte data, 1-4 dims)");
   }
   std::vector<int64_t> shape;
   int64_t total = 1;
   for (int i = 0; i < magic[3]; ++i) {
     unsigned char b[4];
-    if (!in.read(b, 4)) throw std::runtime_error("IDX file " + path + ": truncated header");
+    if (!in.read(b, 4)) throw Error("IDX file " + path + ": truncated header");
     shape.push_back(big_endian(b));
     total *= shape.back();
   }
   torch::Tensor out = torch::empty(shape, torch::kUInt8);
   if (total > 0 && !in.read(out.data_ptr<uint8_t>(), static_cast<size_t>(total))) {
-    throw std::runtime_error("IDX file " + path + ": truncated data (expected " + std::to_string(total) + " bytes)");
+    throw Error("IDX file " + path + ": truncated data (expected " + std::to_string(total) + " bytes)");
   }
   return out;
 }
@@ -82,13 +84,13 @@ std::string fashion_mnist_dir() {
 
 Dataset load_idx_images(const std::string& images_path, const std::string& labels_path) {
   torch::Tensor images = read_idx(images_path);
-  if (images.dim() != 3) throw std::runtime_error("IDX file " + images_path + ": expected N x H x W images");
+  if (images.dim() != 3) throw Error("IDX file " + images_path + ": expected N x H x W images");
   Dataset out;
   out.features = ((images.to(torch::kFloat32) / 255.0 - kFashionMean) / kFashionStd).unsqueeze(1).contiguous();
   if (!labels_path.empty()) {
     torch::Tensor labels = read_idx(labels_path);
     if (labels.dim() != 1 || labels.size(0) != images.size(0)) {
-      throw std::runtime_error("IDX file " + labels_path + ": expected " + std::to_string(images.size(0)) + " labels");
+      throw Error("IDX file " + labels_path + ": expected " + std::to_string(images.size(0)) + " labels");
     }
     out.labels = labels.to(torch::kLong);
   }
@@ -97,14 +99,14 @@ Dataset load_idx_images(const std::string& images_path, const std::string& label
 
 Dataset load_fashion_mnist(const std::string& split, const std::string& dir_in) {
   if (split != "train" && split != "test") {
-    throw std::invalid_argument("Fashion-MNIST split must be train or test, got '" + split + "'");
+    throw ConfigError("Fashion-MNIST split must be train or test, got '" + split + "'");
   }
   const std::string dir = dir_in.empty() ? fashion_mnist_dir() : dir_in;
   const std::string prefix = dir + "/" + (split == "train" ? "train" : "t10k");
   const std::string images = prefix + "-images-idx3-ubyte.gz", labels = prefix + "-labels-idx1-ubyte.gz";
   for (const auto& path : {images, labels}) {
     if (!std::filesystem::exists(path)) {
-      throw std::runtime_error("Fashion-MNIST not found: " + path +
+      throw Error("Fashion-MNIST not found: " + path +
                                " is missing; install it with `apt-get install dataset-fashion-mnist` "
                                "(or set TUNE_FASHION_MNIST_DIR)");
     }
@@ -145,7 +147,7 @@ Dataset generate_taxi_trips(int64_t n, uint64_t seed) {
 Dataset read_csv(const std::string& path, const std::vector<std::string>& feature_names,
                  const std::string& label_column) {
   std::ifstream in(path);
-  if (!in) throw std::runtime_error("cannot open CSV file " + path);
+  if (!in) throw Error("cannot open CSV file " + path);
   auto split = [](const std::string& line) {
     std::vector<std::string> cells;
     std::stringstream ss(line);
@@ -158,12 +160,12 @@ Dataset read_csv(const std::string& path, const std::vector<std::string>& featur
     return cells;
   };
   std::string line;
-  if (!std::getline(in, line)) throw std::runtime_error(path + ":1: empty CSV file (a header row is needed)");
+  if (!std::getline(in, line)) throw Error(path + ":1: empty CSV file (a header row is needed)");
   const auto header = split(line);
   std::vector<int> columns;
   for (const auto& name : feature_names) {
     auto it = std::find(header.begin(), header.end(), name);
-    if (it == header.end()) throw std::runtime_error(path + ":1: missing column '" + name + "'");
+    if (it == header.end()) throw Error(path + ":1: missing column '" + name + "'");
     columns.push_back(static_cast<int>(it - header.begin()));
   }
   auto label_it = std::find(header.begin(), header.end(), label_column);
@@ -173,13 +175,13 @@ Dataset read_csv(const std::string& path, const std::vector<std::string>& featur
   int64_t line_number = 1;
   auto number = [&](const std::vector<std::string>& cells, int column) {
     if (column >= static_cast<int>(cells.size())) {
-      throw std::runtime_error(path + ":" + std::to_string(line_number) + ": too few columns");
+      throw Error(path + ":" + std::to_string(line_number) + ": too few columns");
     }
     const std::string& cell = cells[static_cast<size_t>(column)];
     char* end = nullptr;
     const double v = std::strtod(cell.c_str(), &end);
     if (cell.empty() || *end != '\0' || !std::isfinite(v)) {
-      throw std::runtime_error(path + ":" + std::to_string(line_number) + ": column '" + header[static_cast<size_t>(column)] +
+      throw Error(path + ":" + std::to_string(line_number) + ": column '" + header[static_cast<size_t>(column)] +
                                "' is not a finite number: '" + cell + "'");
     }
     return v;
@@ -201,7 +203,7 @@ Dataset read_csv(const std::string& path, const std::vector<std::string>& featur
 void write_csv(const std::string& path, const Dataset& data, const std::vector<std::string>& feature_names,
                const std::string& label_column) {
   std::ofstream out(path);
-  if (!out) throw std::runtime_error("cannot write CSV file " + path);
+  if (!out) throw Error("cannot write CSV file " + path);
   for (size_t i = 0; i < feature_names.size(); ++i) out << (i ? "," : "") << feature_names[i];
   if (data.labels.defined()) out << "," << label_column;
   out << "\n";
@@ -214,7 +216,7 @@ void write_csv(const std::string& path, const Dataset& data, const std::vector<s
     if (data.labels.defined()) out << "," << data.labels[r].item<int64_t>();
     out << "\n";
   }
-  if (!out) throw std::runtime_error("cannot write CSV file " + path);
+  if (!out) throw Error("cannot write CSV file " + path);
 }
 
 }  // namespace tune::data

@@ -5,7 +5,7 @@
 //   auto test = tune::data::load_fashion_mnist("test");     // 10,000
 //   auto trips = tune::data::generate_taxi_trips(5000, /*seed=*/1);
 //
-// Failures (missing file, bad magic, truncated data) throw std::runtime_error
+// Failures (missing file, bad magic, truncated data) throw tune::Error
 // with a one-line message naming the file.
 #pragma once
 

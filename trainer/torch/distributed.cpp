@@ -7,6 +7,7 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "base/error.h"
 #include "trainer/torch/shared_memory_allreduce.h"
 
 namespace tune::torch_dp {
@@ -26,16 +27,16 @@ bool mpi_active(MPI_Comm comm) {
 torch::Device training_device(const Json& config) {
   std::string want = "auto";
   if (config.is_object() && config.contains("device")) {
-    if (!config["device"].is_string()) throw std::invalid_argument("config 'device' must be auto, cpu or cuda");
+    if (!config["device"].is_string()) throw ConfigError("config 'device' must be auto, cpu or cuda");
     want = config["device"].get<std::string>();
   }
   if (want == "cpu") return torch::kCPU;
   if (want != "auto" && want != "cuda")
-    throw std::invalid_argument("config 'device' must be auto, cpu or cuda, got '" + want + "'");
+    throw ConfigError("config 'device' must be auto, cpu or cuda, got '" + want + "'");
   // The rank sees only its own GPUs (CUDA_VISIBLE_DEVICES): device 0 is its first.
   if (torch::cuda::is_available()) return torch::Device(torch::kCUDA, 0);
   if (want == "cuda")
-    throw std::invalid_argument("config 'device: cuda', but this libtorch build has no CUDA or no GPU is visible");
+    throw ConfigError("config 'device: cuda', but this libtorch build has no CUDA or no GPU is visible");
   return torch::kCPU;
 }
 
@@ -63,7 +64,7 @@ double seconds_since(Clock::time_point start) {
 
 void check_float(const torch::Tensor& t, const char* what) {
   if (t.scalar_type() != torch::kFloat32 || !(t.device().is_cpu() || t.device().is_cuda())) {
-    throw std::runtime_error(std::string("tune::torch_dp: ") + what + " must be float32 CPU or CUDA tensors, got " +
+    throw Error(std::string("tune::torch_dp: ") + what + " must be float32 CPU or CUDA tensors, got " +
                              std::string(c10::toString(t.scalar_type())) + " on " + t.device().str());
   }
 }
@@ -400,7 +401,7 @@ void save_checkpoint(const std::string& dir, torch::nn::Module& module, torch::o
     state["epoch"] = epoch;
     std::ofstream out(dir + "/state.json");
     out << state.dump(2) << "\n";
-    if (!out) throw std::runtime_error("cannot write checkpoint " + dir + "/state.json");
+    if (!out) throw Error("cannot write checkpoint " + dir + "/state.json");
   }
   if (size_of(comm) > 1) MPI_Barrier(comm);
 }
@@ -409,13 +410,13 @@ Json load_checkpoint(const std::string& dir, torch::nn::Module& module, torch::o
                      std::optional<torch::Device> device) {
   auto load = [&](const std::string& name, auto&& into) {
     const std::string path = dir + "/" + name;
-    if (!std::filesystem::exists(path)) throw std::runtime_error("checkpoint file missing: " + path);
+    if (!std::filesystem::exists(path)) throw Error("checkpoint file missing: " + path);
     try {
       torch::serialize::InputArchive archive;
       archive.load_from(path, device ? c10::optional<c10::Device>(*device) : c10::nullopt);
       into(archive);
     } catch (const c10::Error& e) {
-      throw std::runtime_error("cannot load " + path + ": " + e.what_without_backtrace());
+      throw Error("cannot load " + path + ": " + e.what_without_backtrace());
     }
   };
   load("model.pt", [&](torch::serialize::InputArchive& a) { module.load(a); });
@@ -423,7 +424,7 @@ Json load_checkpoint(const std::string& dir, torch::nn::Module& module, torch::o
   Json state = Json::object();
   std::error_code ec;
   if (std::filesystem::exists(dir + "/state.json", ec)) state = read_json_file(dir + "/state.json");
-  if (state.is_discarded() || !state.is_object()) throw std::runtime_error("bad checkpoint state " + dir + "/state.json");
+  if (state.is_discarded() || !state.is_object()) throw Error("bad checkpoint state " + dir + "/state.json");
   return state;
 }
 

@@ -24,7 +24,7 @@
 // the same order. With MPI_COMM_NULL or a one-rank communicator they do no MPI
 // calls. Parameters and gradients must be float32 tensors, on the CPU or a
 // CUDA device (they are staged through CPU buffers for MPI). Errors throw
-// std::runtime_error (torch::Error from libtorch); an MPI error aborts.
+// tune::Error (c10::Error from libtorch itself); an MPI error aborts.
 #pragma once
 
 #include <cstdint>
@@ -176,7 +176,7 @@ class MeanMetrics {
 void save_checkpoint(const std::string& dir, torch::nn::Module& module, torch::optim::Optimizer* optimizer,
                      int64_t epoch, MPI_Comm comm, const Json& extra = Json::object());
 // Every rank loads the files written by save_checkpoint (the optimizer if
-// given) and returns state.json. Throws std::runtime_error naming the file
+// given) and returns state.json. Throws tune::Error naming the file
 // if one is missing or does not match the module.
 // Tensors are loaded onto `device` (the module's device when training on a
 // GPU); without one, where they were saved from.

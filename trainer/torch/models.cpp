@@ -3,6 +3,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "base/error.h"
 #include "trainer/torch/datasets.h"
 
 namespace tune::torch_dp {
@@ -56,32 +57,32 @@ torch::Tensor TabularNet::forward(torch::Tensor x) { return mlp_->forward((x - m
 double config_number(const Json& config, const char* key, double fallback) {
   auto it = config.find(key);
   if (it == config.end() || it->is_null()) return fallback;
-  if (!it->is_number()) throw std::invalid_argument(std::string("config '") + key + "' must be a number, got " + it->dump());
+  if (!it->is_number()) throw ConfigError(std::string("config '") + key + "' must be a number, got " + it->dump());
   return it->get<double>();
 }
 
 int64_t config_int(const Json& config, const char* key, int64_t fallback) {
   const double v = config_number(config, key, static_cast<double>(fallback));
-  if (v != std::floor(v)) throw std::invalid_argument(std::string("config '") + key + "' must be an integer, got " + std::to_string(v));
+  if (v != std::floor(v)) throw ConfigError(std::string("config '") + key + "' must be an integer, got " + std::to_string(v));
   return static_cast<int64_t>(v);
 }
 
 std::string config_string(const Json& config, const char* key, const std::string& fallback) {
   auto it = config.find(key);
   if (it == config.end() || it->is_null()) return fallback;
-  if (!it->is_string()) throw std::invalid_argument(std::string("config '") + key + "' must be a string, got " + it->dump());
+  if (!it->is_string()) throw ConfigError(std::string("config '") + key + "' must be a string, got " + it->dump());
   return it->get<std::string>();
 }
 
 namespace {
 int64_t positive(const Json& config, const char* key, int64_t fallback) {
   const int64_t v = config_int(config, key, fallback);
-  if (v < 1) throw std::invalid_argument(std::string("config '") + key + "' must be >= 1, got " + std::to_string(v));
+  if (v < 1) throw ConfigError(std::string("config '") + key + "' must be >= 1, got " + std::to_string(v));
   return v;
 }
 double dropout_of(const Json& config, double fallback) {
   const double p = config_number(config, "dropout", fallback);
-  if (p < 0 || p >= 1) throw std::invalid_argument("config 'dropout' must be in [0, 1), got " + std::to_string(p));
+  if (p < 0 || p >= 1) throw ConfigError("config 'dropout' must be in [0, 1), got " + std::to_string(p));
   return p;
 }
 }  // namespace
@@ -102,7 +103,7 @@ std::shared_ptr<Classifier> make_model(const std::string& trainable, const Json&
                                         std::vector<int64_t>(static_cast<size_t>(positive(config, "layers", 2)), width), 2,
                                         dropout_of(config, 0.0));
   }
-  throw std::invalid_argument("no model for trainable '" + trainable + "' (known: fashion_mlp, fashion_cnn, taxi_tip)");
+  throw ConfigError("no model for trainable '" + trainable + "' (known: fashion_mlp, fashion_cnn, taxi_tip)");
 }
 
 }  // namespace tune::torch_dp

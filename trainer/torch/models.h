@@ -67,12 +67,12 @@ class TabularNet : public Classifier {
 };
 
 // The model of a registered example trainable, built from a trial config:
-// "fashion_mlp", "fashion_cnn", "taxi_tip". Throws std::invalid_argument for
+// "fashion_mlp", "fashion_cnn", "taxi_tip". Throws tune::ConfigError for
 // another name or a bad config value.
 std::shared_ptr<Classifier> make_model(const std::string& trainable, const Json& config);
 
 // Config helpers shared by the trainables: the value of `key`, or `fallback`
-// when absent/null; std::invalid_argument naming the key for a wrong type.
+// when absent/null; tune::ConfigError naming the key for a wrong type.
 double config_number(const Json& config, const char* key, double fallback);
 int64_t config_int(const Json& config, const char* key, int64_t fallback);
 std::string config_string(const Json& config, const char* key, const std::string& fallback);

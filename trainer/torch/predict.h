@@ -10,7 +10,7 @@
 // A checkpoint written by the example trainables (save_checkpoint with
 // {"trainable", "config"} in state.json) is self-describing: load_model
 // rebuilds the model with make_model(trainable, config) and loads it.
-// Failures throw std::runtime_error (tune::NotFoundError for an unknown
+// Failures throw tune::Error (tune::NotFoundError for an unknown
 // experiment or one without checkpoints).
 #pragma once
 

@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "base/error.h"
 #include "trainer/torch/distributed.h"
 
 namespace tune::torch_dp {
@@ -12,7 +13,7 @@ namespace tune::torch_dp {
 DistributedSampler::DistributedSampler(int64_t n, int rank, int size, uint64_t seed, bool shuffle, bool drop_last)
     : n_(n), rank_(rank), size_(size), seed_(seed), shuffle_(shuffle), drop_last_(drop_last) {
   if (n < 0 || size < 1 || rank < 0 || rank >= size) {
-    throw std::invalid_argument("DistributedSampler: need n >= 0 and 0 <= rank < size, got n=" + std::to_string(n) +
+    throw ConfigError("DistributedSampler: need n >= 0 and 0 <= rank < size, got n=" + std::to_string(n) +
                                 " rank=" + std::to_string(rank) + " size=" + std::to_string(size));
   }
 }
@@ -46,7 +47,7 @@ std::vector<int64_t> DistributedSampler::indices() const {
 }
 
 std::vector<torch::Tensor> DistributedSampler::batches(int64_t batch_size) const {
-  if (batch_size < 1) throw std::invalid_argument("batch size must be >= 1, got " + std::to_string(batch_size));
+  if (batch_size < 1) throw ConfigError("batch size must be >= 1, got " + std::to_string(batch_size));
   std::vector<int64_t> all = indices();
   torch::Tensor index = torch::tensor(all, torch::kLong);
   std::vector<torch::Tensor> out;

@@ -10,6 +10,7 @@
 // model, the optimizer and the fitted preprocessors (state.json "tabular").
 #include <mutex>
 
+#include "base/error.h"
 #include "trainer/session.h"
 #include "trainer/tabular/dataset.h"
 #include "trainer/tabular/model.h"
@@ -23,8 +24,8 @@ namespace {
 std::shared_ptr<torch_dp::MlpNet> make_net(const Json& config, int64_t features, int64_t outputs) {
   const int64_t width = torch_dp::config_int(config, "width", 64), layers = torch_dp::config_int(config, "layers", 2);
   const double dropout = torch_dp::config_number(config, "dropout", 0.0);
-  if (width < 1 || layers < 0) throw std::invalid_argument("config 'width' must be >= 1 and 'layers' >= 0");
-  if (!(dropout >= 0 && dropout < 1)) throw std::invalid_argument("config 'dropout' must be in [0, 1)");
+  if (width < 1 || layers < 0) throw ConfigError("config 'width' must be >= 1 and 'layers' >= 0");
+  if (!(dropout >= 0 && dropout < 1)) throw ConfigError("config 'dropout' must be in [0, 1)");
   return std::make_shared<torch_dp::MlpNet>(features, std::vector<int64_t>(static_cast<size_t>(layers), width), outputs,
                                             dropout);
 }

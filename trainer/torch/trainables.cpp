@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "base/error.h"
 #include "trainer/communicator.h"
 #include "trainer/torch/distributed.h"
 #include "trainer/torch/models.h"
@@ -35,7 +36,7 @@ const data::Dataset& cached_fashion(const std::string& split) {
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(const Json& c, std::vector<torch::Tensor> parameters) {
   const std::string name = config_string(c, "optimizer", "sgd");
   const double lr = config_number(c, "lr", 0.01), weight_decay = config_number(c, "weight_decay", 0.0);
-  if (!(lr > 0)) throw std::invalid_argument("config 'lr' must be > 0");
+  if (!(lr > 0)) throw ConfigError("config 'lr' must be > 0");
   if (name == "sgd") {
     return std::make_unique<torch::optim::SGD>(
         parameters,
@@ -48,7 +49,7 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const Json& c, std::vect
     return std::make_unique<torch::optim::AdamW>(parameters,
                                                  torch::optim::AdamWOptions(lr).weight_decay(weight_decay));
   }
-  throw std::invalid_argument("config 'optimizer' must be sgd, adam or adamw, got '" + name + "'");
+  throw ConfigError("config 'optimizer' must be sgd, adam or adamw, got '" + name + "'");
 }
 
 // Deterministic dropout per (seed, epoch, rank): a restored trial draws the
@@ -82,7 +83,7 @@ void add_validation(MeanMetrics& metrics, const torch::Tensor& output, const tor
 TrainValidation example_data(const std::string& trainable, const Json& c) {
   if (trainable == "taxi_tip") {
     const int64_t n = config_int(c, "samples", 4000), val = config_int(c, "val_size", 1000);
-    if (n < 1 || val < 1) throw std::invalid_argument("config 'samples' and 'val_size' must be >= 1");
+    if (n < 1 || val < 1) throw ConfigError("config 'samples' and 'val_size' must be >= 1");
     data::Dataset all = data::generate_taxi_trips(n + val, static_cast<uint64_t>(config_int(c, "data_seed", 0)));
     return {all.slice(0, n), all.slice(n, n + val)};
   }
@@ -91,7 +92,7 @@ TrainValidation example_data(const std::string& trainable, const Json& c) {
   const data::Dataset& full = cached_fashion("train");
   const int64_t val = config_int(c, "val_size", 5000);
   int64_t subset = config_int(c, "subset", 0);
-  if (val < 1 || val >= full.size()) throw std::invalid_argument("config 'val_size' must be in [1, 60000)");
+  if (val < 1 || val >= full.size()) throw ConfigError("config 'val_size' must be in [1, 60000)");
   if (subset <= 0 || subset > full.size() - val) subset = full.size() - val;
   // The split copies the images (172 MB for the full set, ~0.7 s on a busy
   // core: more than an epoch of the MLP): a reused worker group keeps the
@@ -122,7 +123,7 @@ void train_classifier(Session& session, const std::string& trainable, const Trai
   const int64_t seed = config_int(c, "seed", 0), epochs = config_int(c, "epochs", 10),
                 batch = config_int(c, "batch_size", 64), fail_rank = config_int(c, "fail_rank", -1),
                 fail_epoch = config_int(c, "fail_epoch", -1);
-  if (batch < 1) throw std::invalid_argument("config 'batch_size' must be >= 1");
+  if (batch < 1) throw ConfigError("config 'batch_size' must be >= 1");
 
   torch::manual_seed(static_cast<uint64_t>(seed));
   std::shared_ptr<Classifier> model = options.model ? options.model : make_model(trainable, c);
@@ -143,21 +144,21 @@ void train_classifier(Session& session, const std::string& trainable, const Trai
   // restored trial follows the same curve as an uninterrupted one.
   const std::string schedule = config_string(c, "lr_schedule", "constant");
   if (schedule != "constant" && schedule != "cosine")
-    throw std::invalid_argument("config 'lr_schedule' must be constant or cosine, got '" + schedule + "'");
+    throw ConfigError("config 'lr_schedule' must be constant or cosine, got '" + schedule + "'");
   const bool cosine = schedule == "cosine";
   const double base_lr = optimizer->param_groups().front().options().get_lr();  // the config's, as built
   // augment: none (default) or flip: a random half of each image batch is
   // mirrored left-right (images only: N x C x H x W features).
   const std::string augment = config_string(c, "augment", "none");
   if (augment != "none" && augment != "flip")
-    throw std::invalid_argument("config 'augment' must be none or flip, got '" + augment + "'");
+    throw ConfigError("config 'augment' must be none or flip, got '" + augment + "'");
   const bool flip = augment == "flip";
   if (flip && data.train.features.dim() != 4)
-    throw std::invalid_argument("config 'augment: flip' needs image features (N x C x H x W)");
+    throw ConfigError("config 'augment: flip' needs image features (N x C x H x W)");
 
   for (int64_t epoch = start_epoch; epoch < epochs; ++epoch) {
     if (rank == fail_rank && epoch == fail_epoch && !session.checkpoint().has_value()) {
-      throw std::runtime_error("injected failure on rank " + std::to_string(rank) + " at epoch " +
+      throw Error("injected failure on rank " + std::to_string(rank) + " at epoch " +
                                std::to_string(epoch));
     }
     const auto started = std::chrono::steady_clock::now();

@@ -41,6 +41,8 @@ fs::path clone_checkpoint(const std::string& donor_checkpoint, const fs::path& t
   fs::remove_all(target, ec);
   fs::create_directories(trial_dir, ec);
   fs::copy(donor_checkpoint, target, fs::copy_options::recursive, ec);
+  if (is_disk_full(ec))
+    throw DiskFullError("cannot copy checkpoint " + donor_checkpoint + " to " + target.string() + ": " + ec.message());
   if (ec) throw Error("cannot copy checkpoint " + donor_checkpoint + " to " + target.string() + ": " + ec.message());
   return target;
 }

@@ -445,9 +445,12 @@ void Driver::finish() {
 }
 
 namespace {
-bool disk_full(const std::string& message) {
-  return message.find("database or disk is full") != std::string::npos ||
-         message.find("No space left on device") != std::string::npos;
+// A write that failed for want of space: the store's and checkpoints'
+// DiskFullError, or a std::filesystem / system error saying so.
+bool disk_full(const std::exception& e) {
+  if (dynamic_cast<const DiskFullError*>(&e)) return true;
+  const auto* system = dynamic_cast<const std::system_error*>(&e);
+  return system && is_disk_full(system->code());
 }
 
 // After a write failed for want of space: the experiment is INTERRUPTED
@@ -480,7 +483,7 @@ std::string Driver::run() {
   } catch (const std::exception& e) {
     // A write that did not commit was not acknowledged: the store holds every
     // result a trial was told about, and `tune resume` goes on from there.
-    if (!disk_full(e.what())) throw;
+    if (!disk_full(e)) throw;
     if (store_ && experiment_.id > 0 && !lease_lost_) record_disk_full_stop(*store_, experiment_.id, clock_.unix_time());
     throw Error("the disk holding " + run_.storage_path + " is full (" + e.what() +
                 "); the sweep stopped with every acknowledged result stored: free space, then `tune resume " +

@@ -221,6 +221,8 @@ void Driver::exploit(TrialState& trial, const TrialDecision& decision) {
   try {
     copy = clone_checkpoint(donor.checkpoint->path, experiment_dir_ / trial_name(trial.index), restored,
                             decision.donor, trial.exploits + 1);
+  } catch (const DiskFullError&) {
+    throw;  // not the trial's fault: the sweep stops cleanly (Driver::run)
   } catch (const Error& e) {
     // The trial failed, not the sweep: it is retried from its own checkpoint.
     fail(trial, std::string("exploit of ") + trial_name(decision.donor) + ": " + e.what());

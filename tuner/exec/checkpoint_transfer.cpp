@@ -94,41 +94,48 @@ bool send_checkpoint(int fd, const std::string& dir, const std::vector<Checkpoin
   return send_message(fd, {{"type", "checksum"}, {"xxh3_128", hash.hex()}});
 }
 
-std::string receive_checkpoint(int fd, const std::vector<CheckpointFile>& files, const std::string& target) {
+ReceivedCheckpoint receive_checkpoint(int fd, const std::vector<CheckpointFile>& files, const std::string& target) {
   const fs::path staging = target + ".partial";
   std::error_code ec;
   fs::remove_all(staging, ec);
-  auto give_up = [&](const std::string& why) {
+  auto give_up = [&](const std::string& why, bool stream_broken) {
     fs::remove_all(staging, ec);
-    return why;
+    return ReceivedCheckpoint{why, stream_broken};
   };
+  // A failure on this side (no room, no folder) still reads the stream to its
+  // checksum, so the connection stays in step for the messages after it.
+  std::string local_error;
   fs::create_directories(staging, ec);
-  if (ec) return "cannot create " + staging.string() + ": " + ec.message();
+  if (ec) local_error = "cannot create " + staging.string() + ": " + ec.message();
   Hasher hash;
   std::string chunk;
   for (const auto& file : files) {
     const fs::path path = staging / file.path;
-    fs::create_directories(path.parent_path(), ec);
-    std::unique_ptr<std::FILE, int (*)(std::FILE*)> out(std::fopen(path.c_str(), "wb"), std::fclose);
-    if (!out) return give_up("cannot write " + path.string());
+    std::unique_ptr<std::FILE, int (*)(std::FILE*)> out(nullptr, std::fclose);
+    if (local_error.empty()) {
+      fs::create_directories(path.parent_path(), ec);
+      out.reset(std::fopen(path.c_str(), "wb"));
+      if (!out) local_error = "cannot write " + path.string();
+    }
     uint64_t left = file.size;
     while (left > 0) {
       if (!receive_bytes(fd, chunk, kCheckpointChunk) || chunk.empty() || chunk.size() > left)
-        return give_up("the checkpoint stream broke off in " + file.path);
+        return give_up("the checkpoint stream broke off in " + file.path, true);
       hash.add(chunk.data(), chunk.size());
-      if (std::fwrite(chunk.data(), 1, chunk.size(), out.get()) != chunk.size())
-        return give_up("cannot write " + path.string() + " (disk full?)");
+      if (local_error.empty() && std::fwrite(chunk.data(), 1, chunk.size(), out.get()) != chunk.size())
+        local_error = "cannot write " + path.string() + " (disk full?)";
       left -= chunk.size();
     }
-    if (std::fflush(out.get()) != 0) return give_up("cannot write " + path.string() + " (disk full?)");
+    if (local_error.empty() && std::fflush(out.get()) != 0) local_error = "cannot write " + path.string() + " (disk full?)";
   }
   const auto checksum = receive_message(fd);
-  if (!checksum || checksum->value("type", "") != "checksum") return give_up("the checkpoint stream ended early");
-  if (checksum->value("xxh3_128", "") != hash.hex()) return give_up("the checkpoint's checksum does not match");
+  if (!checksum || checksum->value("type", "") != "checksum") return give_up("the checkpoint stream ended early", true);
+  if (!local_error.empty()) return give_up(local_error, false);
+  if (checksum->value("xxh3_128", "") != hash.hex()) return give_up("the checkpoint's checksum does not match", false);
   fs::remove_all(target, ec);
   fs::rename(staging, target, ec);
-  if (ec) return give_up("cannot move the checkpoint into " + target + ": " + ec.message());
-  return "";
+  if (ec) return give_up("cannot move the checkpoint into " + target + ": " + ec.message(), false);
+  return {};
 }
 
 }  // namespace tune::internal

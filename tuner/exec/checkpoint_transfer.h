@@ -9,7 +9,7 @@
 //   auto files = list_checkpoint(dir);                       // sender
 //   send_message(fd, {..., {"files", manifest_json(files)}});
 //   send_checkpoint(fd, dir, files);
-//   std::string error = receive_checkpoint(fd, files, target);  // receiver; "" when whole
+//   ReceivedCheckpoint got = receive_checkpoint(fd, files, target);  // receiver; got.error "" when whole
 #pragma once
 
 #include <cstdint>
@@ -37,9 +37,15 @@ std::optional<std::vector<CheckpointFile>> manifest_from_json(const Json& json);
 
 // False if the connection broke (or a file changed size meanwhile).
 bool send_checkpoint(int fd, const std::string& dir, const std::vector<CheckpointFile>& files);
-// "" when TARGET holds the checkpoint; else what went wrong (nothing is left
-// behind). An existing TARGET is replaced.
-std::string receive_checkpoint(int fd, const std::vector<CheckpointFile>& files, const std::string& target);
+// What became of a received checkpoint.
+struct ReceivedCheckpoint {
+  std::string error;           // "" when TARGET holds the checkpoint; else what went wrong
+  bool stream_broken = false;  // it broke off before its checksum: the connection is out of step
+};
+// Nothing is left behind on a failure; an existing TARGET is replaced. A
+// failure on this side (cannot write) still reads the stream to its end, so
+// only a broken stream leaves the connection unusable.
+ReceivedCheckpoint receive_checkpoint(int fd, const std::vector<CheckpointFile>& files, const std::string& target);
 
 inline constexpr size_t kCheckpointChunk = size_t{4} << 20;
 

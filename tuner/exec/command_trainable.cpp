@@ -29,6 +29,7 @@
 #include "base/error.h"
 #include "trainer/communicator.h"
 #include "trainer/session.h"
+#include "tuner/exec/mpi_broadcast.h"
 #include "tuner/exec/checkpoint_handoff.h"
 #include "tuner/exec/child_process.h"
 #include "tuner/spec/command_spec.h"
@@ -66,25 +67,6 @@ int free_port(const std::string& address) {
   if (fd >= 0) ::close(fd);
   if (port == 0) throw Error("cannot find a free TCP port on " + address + ": " + std::strerror(errno));
   return port;
-}
-
-// Waits for a non-blocking collective, calling `idle` between tests (the
-// caller's child keeps being read; idle may throw).
-template <typename Idle>
-void wait_request(MPI_Request& request, Idle idle) {
-  int done = 0;
-  while (MPI_Test(&request, &done, MPI_STATUS_IGNORE), !done) idle();
-}
-
-// Rank 0's `text` on every rank (at most 255 bytes).
-template <typename Idle>
-std::string share_text(MPI_Comm comm, int rank, const std::string& text, Idle idle) {
-  char buffer[256] = {0};
-  if (rank == 0) std::snprintf(buffer, sizeof buffer, "%s", text.c_str());
-  MPI_Request request;
-  MPI_Ibcast(buffer, sizeof buffer, MPI_CHAR, 0, comm, &request);
-  wait_request(request, idle);
-  return buffer;
 }
 
 // ---- the environment ------------------------------------------------------
@@ -148,7 +130,7 @@ void run_command(Session& session) {
     fs::remove_all(handoff, ec);
   }
   std::string rendezvous = master + " " + std::to_string(rank == 0 ? free_port(master) : 0);
-  if (group) rendezvous = share_text(comm, rank, rendezvous, idle);
+  if (group) rendezvous = broadcast_text(comm, rank, rendezvous, idle);
   master = rendezvous.substr(0, rendezvous.find(' '));
   const std::string port = rendezvous.substr(rendezvous.find(' ') + 1);
   // TF_CONFIG: every rank's host:port.

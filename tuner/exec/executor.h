@@ -3,7 +3,8 @@
 // executor per sweep and never asks which kind it is.
 //
 //   class ThreadExecutor : public TrialExecutor { ... };
-//   TUNE_REGISTER_EXECUTOR(threads, 100, &ThreadExecutor::accepts, &ThreadExecutor::create);
+//   ExecutorKind thread_executor_kind();  // {"threads", 100, accepts, create}
+//   register_executor(thread_executor_kind());  // executor.cpp's built-ins
 //
 // Contract:
 // - The driver calls start/cancel/poll/shutdown from its one thread.

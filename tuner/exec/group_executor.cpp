@@ -23,9 +23,11 @@
 
 #include "base/error.h"
 #include "base/names.h"
+#include "storage/store.h"
 #include "tuner/exec/checkpoint_transfer.h"
 #include "tuner/exec/clock.h"
 #include "tuner/exec/group_connection.h"
+#include "tuner/exec/host_checks.h"
 #include "tuner/exec/mpi_launcher.h"
 #include "tuner/exec/mpirun_log.h"
 #include "tuner/exec/protocol.h"
@@ -95,15 +97,6 @@ struct GroupExecutor::Group {
   double kill_at = 0;  // abandoned: SIGKILL and close at this time (steady clock)
 };
 
-// A host check in flight (tuner/exec/host_check.h).
-struct Probe {
-  HostCheckRequest request;
-  pid_t pid = -1;
-  std::string log_path;
-  double deadline = 0;
-  bool answered = false;
-};
-
 struct GroupExecutor::State {
   EventSink* sink = nullptr;
   GroupExecutorOptions options;
@@ -114,10 +107,7 @@ struct GroupExecutor::State {
   std::thread acceptor, watcher;
   int wake[2] = {-1, -1};  // wakes the watcher when the watches change
   std::atomic<bool> stopping{false};
-  std::map<int, Probe> probes;
-  int next_probe = 0;
-  std::string check_dir;  // the checks' mpirun logs (a private temporary folder)
-  std::vector<HostCheckResult> checked;
+  std::unique_ptr<HostChecks> checks;
 
   Group* find(int id) {
     for (auto& group : groups)
@@ -251,65 +241,6 @@ struct GroupExecutor::State {
     group.pid = spawn_mpirun(launch);
   }
 
-  void start_check(int id, Probe& probe) {
-    if (check_dir.empty()) {
-      std::string pattern = (std::filesystem::temp_directory_path() / "tune-checks-XXXXXX").string();
-      if (!::mkdtemp(pattern.data())) throw Error("cannot create a folder for host checks in " + pattern);
-      check_dir = pattern;
-    }
-    MpiLaunch launch;
-    launch.ranks = 1;
-    launch.program = {options.executable};
-    launch.env = host_check_environment(id, probe.request, listener->endpoint(), listener->secret(), bind_shim_path());
-    if (!probe.request.host.empty()) launch.hosts = {{probe.request.host, 1}};
-    launch.network = options.network;
-    launch.driver_address = options.listen_address;
-    launch.liveness_s = options.listen_address.empty() ? 0 : options.host_timeout_s;
-    probe.log_path = check_dir + "/check_" + std::to_string(id) + ".log";
-    launch.log_path = probe.log_path;
-    probe.deadline = steady_seconds() + options.check_timeout_s;
-    probe.pid = spawn_mpirun(launch);
-  }
-
-  void check_done(int id, bool ok, const std::string& problem) {
-    auto it = probes.find(id);
-    if (it == probes.end() || it->second.answered) return;
-    it->second.answered = true;
-    HostCheckResult result;
-    result.host = it->second.request.host;
-    result.ok = ok;
-    result.problem = problem;
-    result.clean = !it->second.request.clean_experiment.empty();
-    checked.push_back(std::move(result));
-  }
-
-  // Checks whose mpirun ended or ran out of time; finished ones are reaped.
-  void poll_checks() {
-    const double now = steady_seconds();
-    for (auto it = probes.begin(); it != probes.end();) {
-      Probe& probe = it->second;
-      int status = 0;
-      const pid_t done = probe.pid > 0 ? ::waitpid(probe.pid, &status, WNOHANG) : probe.pid;
-      if (done == probe.pid) {
-        const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-        if (!probe.answered)
-          check_done(it->first, false, explain_failed_check(probe.log_path, probe.request.host, options.executable, code));
-        it = probes.erase(it);
-        continue;
-      }
-      if (now > probe.deadline) {
-        ::kill(-probe.pid, SIGKILL);
-        if (!probe.answered) {
-          check_done(it->first, false, "host " + probe.request.host + " did not answer a check within " +
-                                           std::to_string(static_cast<int>(options.check_timeout_s)) +
-                                           " s (unreachable, or OpenMPI cannot start its daemon there)");
-        }
-        probe.deadline = now + 3600;  // reaped once it is gone
-      }
-      ++it;
-    }
-  }
-
   // The watches: a broken one abandons its group.
   void watch_hosts() {
     while (!stopping) {
@@ -356,19 +287,18 @@ struct GroupExecutor::State {
       *broken = true;  // not our protocol
       return "";
     }
-    char trial[32];
-    std::snprintf(trial, sizeof trial, "trial_%05lld", static_cast<long long>(attempt.trial));
+    const std::string trial = trial_folder_name(attempt.trial);
     // No attempt (it was cancelled meanwhile): the bytes are read and dropped.
     const bool keep = attempt.trial >= 0;
     const std::string target = options.experiment_dir + "/" + (keep ? trial + ("/" + name) : ".dropped_checkpoint");
-    *error = receive_checkpoint(fd, *files, target);
+    const ReceivedCheckpoint got = receive_checkpoint(fd, *files, target);
+    *error = got.error;
+    *broken = got.stream_broken;
     if (!keep) {
       std::error_code ec;
       std::filesystem::remove_all(target, ec);
-      *broken = !error->empty();
       return "";
     }
-    *broken = error->find("broke off") != std::string::npos || error->find("ended early") != std::string::npos;
     return error->empty() ? target : "";
   }
   // Rank 0's messages become events; at EOF the group is reaped.
@@ -455,13 +385,7 @@ struct GroupExecutor::State {
     auto message = decode_up(peer.first);
     std::lock_guard<std::mutex> lock(mutex);
     if (message && std::holds_alternative<CheckMessage>(*message)) {
-      const auto& check = std::get<CheckMessage>(*message);
-      auto it = probes.find(check.probe);
-      if (it != probes.end() && it->second.request.host == check.host) {
-        std::string problem;
-        for (const auto& p : check.problems) problem += (problem.empty() ? "" : "; ") + p;
-        check_done(check.probe, check.problems.empty(), problem.empty() ? "" : "host " + check.host + ": " + problem);
-      }
+      checks->reported(std::get<CheckMessage>(*message));
       ::close(peer.fd);
       return;
     }
@@ -497,6 +421,8 @@ GroupExecutor::GroupExecutor(EventSink& events, GroupExecutorOptions options) : 
   state_->options = std::move(options);
   if (state_->options.executable.empty()) state_->options.executable = self_executable();
   const GroupExecutorOptions& o = state_->options;
+  state_->checks = std::make_unique<HostChecks>(
+      HostChecks::Options{o.executable, o.network, o.listen_address, o.host_timeout_s, o.check_timeout_s});
   state_->listener = o.listen_address.empty() ? Listener::unix_socket(Secret::random())
                                               : Listener::tcp(o.listen_address, Secret::from_key_file(o.key_file));
   if (::pipe2(state_->wake, O_CLOEXEC | O_NONBLOCK) != 0) throw Error("cannot create a pipe for the group watcher");
@@ -574,23 +500,12 @@ void GroupExecutor::cancel(const AttemptId& attempt, const std::string& reason) 
 
 void GroupExecutor::check_host(const HostCheckRequest& request) {
   std::lock_guard<std::mutex> lock(state_->mutex);
-  const int id = state_->next_probe++;
-  Probe& probe = state_->probes[id];
-  probe.request = request;
-  try {
-    state_->start_check(id, probe);
-  } catch (const Error& e) {
-    state_->check_done(id, false, "host " + request.host + ": " + e.what());
-    state_->probes.erase(id);
-  }
+  state_->checks->start(request, state_->listener->endpoint(), state_->listener->secret());
 }
 
 std::vector<HostCheckResult> GroupExecutor::take_host_checks() {
   std::lock_guard<std::mutex> lock(state_->mutex);
-  state_->poll_checks();
-  std::vector<HostCheckResult> out;
-  out.swap(state_->checked);
-  return out;
+  return state_->checks->take();
 }
 
 void GroupExecutor::poll() {
@@ -615,7 +530,7 @@ void GroupExecutor::poll() {
       state_->close_watches(*group);
       group->kill_at = now + 3600;  // once
     }
-    state_->poll_checks();
+    state_->checks->poll();
     // Dead groups whose reader has finished (or that never had one) go.
     auto& groups = state_->groups;
     for (auto it = groups.begin(); it != groups.end();) {
@@ -674,11 +589,7 @@ void GroupExecutor::shutdown() {
   {
     std::lock_guard<std::mutex> lock(state_->mutex);
     groups.swap(state_->groups);  // readers find nothing: they only reap
-    for (auto& [id, probe] : state_->probes) {
-      ::kill(-probe.pid, SIGKILL);
-      reap(probe.pid, std::chrono::milliseconds(2000));
-    }
-    state_->probes.clear();
+    state_->checks->kill_all();
   }
   for (auto& group : groups) {
     if (group->reader.joinable()) group->reader.join();
@@ -686,10 +597,6 @@ void GroupExecutor::shutdown() {
   }
   ::close(state_->wake[0]);
   ::close(state_->wake[1]);
-  if (!state_->check_dir.empty()) {
-    std::error_code ec;
-    if (!std::getenv("TUNE_KEEP_CHECK_LOGS")) std::filesystem::remove_all(state_->check_dir, ec);
-  }
 }
 
 ExecutorKind group_executor_kind() {

@@ -12,6 +12,7 @@
 
 #include "base/error.h"
 #include "base/json.h"
+#include "storage/store.h"
 
 namespace tune::internal {
 namespace {
@@ -64,11 +65,7 @@ TrialStart TrialStart::from_json(const Json& json) {
   return start;
 }
 
-std::string trial_name(int64_t trial_index) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "trial_%05lld", static_cast<long long>(trial_index));
-  return buffer;
-}
+std::string trial_name(int64_t trial_index) { return trial_folder_name(trial_index); }
 
 std::string checkpoint_dir_name(int64_t iteration, int64_t exploits) {
   char buffer[64];

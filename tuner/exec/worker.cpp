@@ -23,6 +23,7 @@
 #include "tuner/exec/command_trainable.h"
 #include "tuner/exec/protocol.h"
 #include "tuner/exec/session_base.h"
+#include "tuner/exec/mpi_broadcast.h"
 #include "tuner/exec/transport.h"
 
 namespace tune::internal {
@@ -30,26 +31,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Broadcast of a string from rank 0. Ranks != 0 poll with a growing sleep
-// instead of blocking in MPI_Bcast, which busy-waits in OpenMPI and would burn
-// a core per idle rank while rank 0 waits for the driver.
+// Rank 0's text on every rank: rank 0 waits on MPI, the others sleep between
+// tests while rank 0 waits for the driver.
 std::string broadcast(MPI_Comm comm, int rank, std::string text) {
-  uint64_t size = text.size();
-  MPI_Request request;
-  MPI_Ibcast(&size, 1, MPI_UINT64_T, 0, comm, &request);
-  if (rank == 0) {
-    MPI_Wait(&request, MPI_STATUS_IGNORE);
-  } else {
-    int done = 0;
-    auto pause = std::chrono::microseconds(5);
-    while (MPI_Test(&request, &done, MPI_STATUS_IGNORE), !done) {
-      std::this_thread::sleep_for(pause);
-      if (pause < std::chrono::milliseconds(2)) pause *= 2;
-    }
-  }
-  text.resize(size);
-  MPI_Bcast(text.data(), static_cast<int>(size), MPI_CHAR, 0, comm);
-  return text;
+  Backoff backoff;
+  return broadcast_text(comm, rank, std::move(text), [&] {
+    if (rank != 0) backoff();
+  });
 }
 
 // The group's view of MPI: this rank, the group's size, and the leaders
@@ -182,7 +170,7 @@ std::string next_command(int fd) {
     auto files = manifest_from_json(trial.checkpoint_files);
     if (!files) return shutdown;
     const std::string dir = trial.trial_dir + "/restore_" + std::to_string(trial.checkpoint->iteration);
-    const std::string error = receive_checkpoint(fd, *files, dir);
+    const std::string error = receive_checkpoint(fd, *files, dir).error;
     if (!error.empty()) {
       std::cerr << "tune worker: " << error << "\n";
       return shutdown;
