@@ -2,7 +2,11 @@
 // scripted sequences of results.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <map>
+#include <optional>
+#include <set>
 #include <vector>
 
 #include "schedulers/scheduler.h"
@@ -89,6 +93,64 @@ TEST(AshaPromotion, EndsWithSuccessiveHalvingCountsAtTheTop) {
     EXPECT_LT(reached[2], reached[1]) << "workers " << workers;
     for (const auto& t : r.trials) EXPECT_EQ(t.status, "TERMINATED");
   }
+}
+
+// The paper's get_job (Li et al. 2018, Algorithm 2), written out here as the
+// oracle: with one worker, a free worker promotes the best not-yet-promoted
+// trial among the top floor(n / rf) of the highest rung that has one, else it
+// starts a new trial. The simulated ASHA (backfill off: it is an extension)
+// must take every trial exactly as far as the oracle does, which bounds the
+// promotions from above as well as below.
+TEST(AshaPromotion, MatchesThePapersGetJobWithOneWorker) {
+  const int64_t n = 81;
+  const double rf = 3;
+  const std::vector<int64_t> milestones = {1, 3, 9, 27};
+  auto loss = [](int64_t trial, int64_t it) { return static_cast<double>((trial * 37) % 81) + 100.0 / it; };
+  // The oracle.
+  std::vector<std::vector<std::pair<double, int64_t>>> rung(milestones.size());  // (loss, trial)
+  std::vector<std::set<int64_t>> promoted(milestones.size());
+  std::vector<int64_t> reached(n, 0);
+  int64_t started = 0;
+  while (true) {
+    std::optional<std::pair<int64_t, size_t>> job;  // trial, rung it goes to
+    for (size_t k = milestones.size() - 1; k-- > 0 && !job;) {
+      auto sorted = rung[k];
+      std::sort(sorted.begin(), sorted.end());
+      const auto top = static_cast<size_t>(std::floor(static_cast<double>(sorted.size()) / rf + 1e-9));
+      for (size_t j = 0; j < top && !job; ++j)
+        if (!promoted[k].count(sorted[j].second)) job = {{sorted[j].second, k + 1}};
+    }
+    if (job) {
+      const auto [trial, k] = *job;
+      promoted[k - 1].insert(trial);
+      reached[static_cast<size_t>(trial)] = milestones[k];
+      rung[k].emplace_back(loss(trial, milestones[k]), trial);
+    } else if (started < n) {
+      reached[static_cast<size_t>(started)] = milestones[0];
+      rung[0].emplace_back(loss(started, milestones[0]), started);
+      ++started;
+    } else {
+      break;
+    }
+  }
+  // The scheduler, through the simulator.
+  auto s = make_scheduler("asha", {{"promotion", true}, {"reduction_factor", rf}, {"max_t", 27}, {"backfill", false}},
+                          "loss", "min");
+  SimulationOptions o;
+  o.workers = 1;
+  o.num_trials = n;
+  o.config_of = [](int64_t i) { return Json{{"i", i}}; };
+  o.step = [&](const Json& c, std::vector<double>&, int64_t it) { return loss(c["i"].get<int64_t>(), it); };
+  const SimulationResult r = simulate(*s, o);
+  ASSERT_EQ(r.trials.size(), static_cast<size_t>(n));
+  std::map<int64_t, int> counts;
+  for (int64_t i = 0; i < n; ++i) {
+    EXPECT_EQ(r.trials[static_cast<size_t>(i)].iterations, reached[static_cast<size_t>(i)]) << "trial " << i;
+    counts[reached[static_cast<size_t>(i)]] += 1;
+  }
+  // The oracle's own shape: 81 -> 27+ -> 9+ -> 3+ trials reach the rungs.
+  EXPECT_GE(counts[27], 1);
+  EXPECT_LT(counts[27] + counts[9], 81);
 }
 
 TEST(AshaStopping, StopsBelowTheRungPercentileLikeRay) {
