@@ -3,10 +3,16 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <nlohmann/json.hpp>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -219,6 +225,42 @@ TEST(TabularE2E, AnXgboostSweepOnACsvPredictsAndServesTheSameProbabilities) {
   ASSERT_TRUE(unseen);
   EXPECT_EQ(unseen->status, 200) << unseen->body;
   EXPECT_EQ(serve.terminate(), 0) << serve.log();
+
+  // The server's limits are flags. A connection that sends nothing is closed
+  // after --idle-timeout (0.5 s here; the default, 5 s, would outlast the
+  // 4 s this client waits).
+  ServeProcess quick({"churny", "--storage", moved, "--port", "0", "--idle-timeout", "0.5", "--request-timeout", "2",
+                      "--max-connections", "64", "--max-connections-per-client", "8", "--max-instances", "100"},
+                     dir.file("serve_quick.log"));
+  ASSERT_GT(quick.port(), 0) << quick.log();
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(quick.port()));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  timeval wait{4, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof wait);
+  char byte = 0;
+  EXPECT_EQ(::recv(fd, &byte, 1, 0), 0) << "the idle connection was not closed within 4 s";
+  ::close(fd);
+  // --max-instances 100: a request with 101 is refused with 400.
+  Json many = {{"instances", Json::array()}};
+  for (int i = 0; i < 101; ++i) many["instances"].push_back({{"x1", 1}, {"x2", 0}, {"color", "red"}});
+  httplib::Client quick_client("127.0.0.1", quick.port());
+  auto refused = quick_client.Post("/v1/models/churny:predict", many.dump(), "application/json");
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 400) << refused->body;
+  EXPECT_EQ(quick.terminate(), 0) << quick.log();
+  // A bad value is one line and exit status 2, before anything is loaded.
+  for (const std::string& flag : {"--idle-timeout 0", "--request-timeout nan", "--max-connections 0",
+                                  "--max-connections-per-client -1", "--max-instances 0"}) {
+    auto bad_flag = run_tune("serve churny --storage " + moved + " --port 0 " + flag);
+    EXPECT_EQ(bad_flag.exit_code, 2) << flag << ": " << bad_flag.err;
+    EXPECT_NE(bad_flag.err.find(flag.substr(0, flag.find(' '))), std::string::npos) << bad_flag.err;
+    EXPECT_EQ(std::count(bad_flag.err.begin(), bad_flag.err.end(), '\n'), 1) << bad_flag.err;
+  }
 }
 
 TEST(TabularE2E, XgboostTrialsPausedByAshaBoostOnFromTheirCheckpoints) {

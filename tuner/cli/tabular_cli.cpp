@@ -2,11 +2,14 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <tuple>
+#include <utility>
 
 #include <boost/program_options.hpp>
 
@@ -66,6 +69,9 @@ int predict_tabular(const ChosenCheckpoint& chosen, const std::string& input, co
 int serve_command(const std::vector<std::string>& args) {
   ModelChoice choice;
   ServeOptions serve;
+  double request_timeout_s = serve.request_timeout.count() / 1000.0, idle_timeout_s = serve.idle_timeout.count() / 1000.0;
+  auto max_instances = static_cast<int64_t>(serve.max_instances), max_connections = static_cast<int64_t>(serve.max_connections),
+       max_per_client = static_cast<int64_t>(serve.max_connections_per_client);
   po::options_description options("options");
   options.add_options()("experiment", po::value(&choice.experiment), "experiment whose best checkpoint is served")(
       "storage", po::value(&choice.storage)->default_value(choice.storage), "results directory")(
@@ -77,6 +83,15 @@ int serve_command(const std::vector<std::string>& args) {
       "token", po::value(&serve.token), "bearer token clients must send (default: $TUNE_SERVE_TOKEN)")(
       "max-body-bytes", po::value(&serve.max_body_bytes)->default_value(serve.max_body_bytes), "largest request body")(
       "threads", po::value(&serve.threads)->default_value(serve.threads), "server threads (0: one per core, >= 2)")(
+      "max-instances", po::value(&max_instances)->default_value(max_instances), "most instances in one request")(
+      "max-connections", po::value(&max_connections)->default_value(max_connections),
+      "connections open at once, from all clients")(
+      "max-connections-per-client", po::value(&max_per_client)->default_value(max_per_client),
+      "connections open at once from one client address (IPv6: one /64)")(
+      "request-timeout", po::value(&request_timeout_s)->default_value(request_timeout_s),
+      "seconds a request may take to arrive whole, and its answer to be taken")(
+      "idle-timeout", po::value(&idle_timeout_s)->default_value(idle_timeout_s),
+      "seconds a connection with no request in progress stays open")(
       "help,h", "show this help");
   po::positional_options_description positionals;
   positionals.add("experiment", 1);
@@ -90,6 +105,22 @@ int serve_command(const std::vector<std::string>& args) {
   if (serve.token.empty()) {
     if (const char* token = std::getenv("TUNE_SERVE_TOKEN")) serve.token = token;
   }
+  for (const auto& [flag, seconds] : {std::pair<const char*, double>{"--request-timeout", request_timeout_s},
+                                      std::pair<const char*, double>{"--idle-timeout", idle_timeout_s}}) {
+    if (!(seconds >= 0.001 && seconds <= 86400))
+      throw ConfigError(std::string("tune serve: ") + flag + " must be a number of seconds in [0.001, 86400]");
+  }
+  for (const auto& [flag, value, most] : {std::tuple<const char*, int64_t, int64_t>{"--max-instances", max_instances, 10000000},
+                                         {"--max-connections", max_connections, 1000000},
+                                         {"--max-connections-per-client", max_per_client, 1000000}}) {
+    if (value < 1 || value > most)
+      throw ConfigError(std::string("tune serve: ") + flag + " must be a whole number in [1, " + std::to_string(most) + "]");
+  }
+  serve.max_instances = static_cast<size_t>(max_instances);
+  serve.max_connections = static_cast<size_t>(max_connections);
+  serve.max_connections_per_client = static_cast<size_t>(max_per_client);
+  serve.request_timeout = std::chrono::milliseconds(std::llround(request_timeout_s * 1000));
+  serve.idle_timeout = std::chrono::milliseconds(std::llround(idle_timeout_s * 1000));
   const ChosenCheckpoint chosen = choose_checkpoint(choice);
   auto model = std::make_shared<const tabular::LoadedModel>(tabular::load_model(chosen.path));
   ServedModel served;
