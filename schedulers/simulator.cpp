@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
-#include <deque>
 #include <queue>
-#include <set>
+
+#include "schedulers/trial_state_machine.h"
 
 namespace tune {
 
@@ -20,26 +20,58 @@ struct Running {
   bool operator>(const Running& o) const { return finish != o.finish ? finish > o.finish : trial > o.trial; }
 };
 
-class Clock {
+// The scheduler as the simulation sees it: every call forwarded, the
+// decisions (on_result, choose_trial_to_run, on_trial_resume) counted and
+// timed.
+class TimedScheduler : public Scheduler {
  public:
-  explicit Clock(SimulationResult* r) : r_(r), start_(std::chrono::steady_clock::now()) {}
-  ~Clock() {
-    r_->decisions += 1;
-    r_->decision_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  TimedScheduler(Scheduler& s, SimulationResult* r) : s_(s), r_(r) {}
+  void on_trial_add(int64_t t, const Json& config) override { s_.on_trial_add(t, config); }
+  TrialDecision on_result(int64_t t, const Json& result) override {
+    Clock c(r_);
+    return s_.on_result(t, result);
   }
+  void on_checkpoint(int64_t t, int64_t iteration) override { s_.on_checkpoint(t, iteration); }
+  void on_trial_complete(int64_t t, const Json& last) override { s_.on_trial_complete(t, last); }
+  void on_trial_error(int64_t t) override { s_.on_trial_error(t); }
+  std::optional<int64_t> choose_trial_to_run(const std::vector<int64_t>& paused) override {
+    Clock c(r_);
+    return s_.choose_trial_to_run(paused);
+  }
+  TrialDecision on_trial_resume(int64_t t) override {
+    Clock c(r_);
+    return s_.on_trial_resume(t);
+  }
+  void on_no_more_trials() override { s_.on_no_more_trials(); }
+  bool can_start_new_trial() const override { return s_.can_start_new_trial(); }
+  bool may_decide(int64_t t, int64_t iteration) const override { return s_.may_decide(t, iteration); }
+  Json save_state() const override { return s_.save_state(); }
+  void restore_state(const Json& state) override { s_.restore_state(state); }
 
  private:
+  class Clock {
+   public:
+    explicit Clock(SimulationResult* r) : r_(r), start_(std::chrono::steady_clock::now()) {}
+    ~Clock() {
+      r_->decisions += 1;
+      r_->decision_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    }
+
+   private:
+    SimulationResult* r_;
+    std::chrono::steady_clock::time_point start_;
+  };
+
+  Scheduler& s_;
   SimulationResult* r_;
-  std::chrono::steady_clock::time_point start_;
 };
 
-
-
-// The cluster: free workers, running steps ordered by finish time, and the
-// driver's queues (exploited trials first, paused ones for the scheduler).
+// The cluster: free workers and running steps ordered by finish time; the
+// trials' statuses and queues are the driver's own TrialStateMachine.
 class Simulation {
  public:
-  Simulation(Scheduler& scheduler, const SimulationOptions& o) : scheduler_(scheduler), o_(o), free_(o.workers) {
+  Simulation(Scheduler& scheduler, const SimulationOptions& o)
+      : scheduler_(scheduler, &r_), o_(o), free_(o.workers) {
     r_.workers_ = o.workers;
   }
 
@@ -58,7 +90,10 @@ class Simulation {
       r_.makespan = now_;
       launch();
     }
-    for (int64_t t : paused_) terminate(t);  // never promoted, as the driver does
+    // Never promoted, as the driver does at the end.
+    const std::vector<int64_t> paused(machine_.paused().begin(), machine_.paused().end());
+    for (int64_t t : paused) terminate(t);
+    for (size_t t = 0; t < r_.trials.size(); ++t) r_.trials[t].status = status_name(machine_.status(static_cast<int64_t>(t)));
     return std::move(r_);
   }
 
@@ -67,74 +102,74 @@ class Simulation {
     return o_.step_time ? o_.step_time(t, r_.trials[t].config, r_.trials[t].iterations + 1) : 1.0;
   }
 
-  void start(int64_t t) {
-    r_.trials[t].status = "RUNNING";
+  // Every step checkpoints: a trial has one once it has taken a step.
+  bool has_checkpoint(int64_t t) const { return r_.trials[static_cast<size_t>(t)].iterations > 0; }
+
+  void run_step(int64_t t) {
     free_ -= 1;
     const double d = step_time(t);
     r_.busy += d;
     running_.push({now_ + d, t});
   }
 
+  void start(int64_t t) {
+    machine_.start(t);
+    run_step(t);
+  }
+
   void terminate(int64_t t) {
-    r_.trials[t].status = "TERMINATED";
+    machine_.terminate(t);
     scheduler_.on_trial_complete(t, Json::object());
   }
 
-  // The trial continues with the donor's state and the new config.
-  void clone(int64_t t, int64_t donor, const Json& new_config) {
+  // The trial continues with the donor's state, iteration and the new config
+  // (as the driver does), first in line.
+  void exploit(int64_t t, const TrialDecision& d) {
     SimulatedTrial& trial = r_.trials[t];
-    r_.exploits.push_back({t, donor, trial.iterations, trial.config, new_config});
-    if (donor != t) {  // the donor's state, and its iteration (as the driver does)
-      trial.state = r_.trials[donor].state;
-      trial.iterations = r_.trials[donor].iterations;
-    }
-    trial.config = new_config;
+    r_.exploits.push_back({t, d.donor, trial.iterations, trial.config, d.new_config});
+    trial.state = r_.trials[d.donor].state;
+    trial.iterations = r_.trials[d.donor].iterations;
+    trial.config = d.new_config;
     trial.exploits += 1;
+    machine_.retry(t);
   }
 
-  bool valid_donor(int64_t donor) const { return donor >= 0 && donor < static_cast<int64_t>(r_.trials.size()); }
+  void apply(int64_t t, const TrialDecision& decision) {
+    switch (decision.action) {
+      case TrialAction::kContinue:
+        run_step(t);
+        return;
+      case TrialAction::kStop:
+        terminate(t);
+        return;
+      case TrialAction::kPause:
+        r_.trials[t].pauses += 1;
+        machine_.pause(t);
+        return;
+      case TrialAction::kExploit:
+        exploit(t, decision);
+        return;
+    }
+  }
 
-  // Fills free workers the way the driver does: restarts, then the
-  // scheduler's pick of the paused, then new trials.
+  // Fills free workers the way the driver does (TrialStateMachine::next):
+  // restarts, then the scheduler's pick of the paused, then new trials.
   void launch() {
+    auto busy = [](int64_t) { return false; };  // an ended step frees its trial at once
+    auto checkpointed = [this](int64_t t) { return has_checkpoint(t); };
+    auto resolve = [this](int64_t t, const TrialDecision& d) { apply(t, d); };
     while (free_ > 0) {
-      if (!pending_.empty()) {
-        const int64_t t = pending_.front();
-        pending_.pop_front();
-        start(t);
-      } else if (!paused_.empty() && resume_paused()) {
-      } else if (next_ < o_.num_trials && scheduler_.can_start_new_trial()) {
+      const TrialStateMachine::Next next = machine_.next(scheduler_, busy, resolve, checkpointed);
+      if (next.kind == TrialStateMachine::Next::kStart) {
+        start(next.trial);
+      } else if (next.kind == TrialStateMachine::Next::kNew && next_ < o_.num_trials) {
         add_trial();
-      } else if (next_ >= o_.num_trials && !announced_) {
-        announced_ = true;
-        scheduler_.on_no_more_trials();
+      } else if (next.kind == TrialStateMachine::Next::kNew) {
+        machine_.no_more_trials(scheduler_);
       } else {
         break;
       }
     }
-  }
-
-  // True when the scheduler picked a paused trial (resumed, exploited or ended).
-  bool resume_paused() {
-    std::optional<int64_t> chosen;
-    const std::vector<int64_t> candidates(paused_.begin(), paused_.end());  // the driver's cost, not the scheduler's
-    {
-      Clock c(&r_);
-      chosen = scheduler_.choose_trial_to_run(candidates);
-    }
-    if (!chosen || !paused_.erase(*chosen)) return false;
-    TrialDecision d;
-    {
-      Clock c(&r_);
-      d = scheduler_.on_trial_resume(*chosen);
-    }
-    if (d.action == TrialAction::kStop) {
-      terminate(*chosen);
-      return true;
-    }
-    if (d.action == TrialAction::kExploit && valid_donor(d.donor)) clone(*chosen, d.donor, d.new_config);
-    start(*chosen);
-    return true;
   }
 
   void add_trial() {
@@ -144,6 +179,7 @@ class Simulation {
     r_.trials.push_back(std::move(trial));
     time_total_.push_back(0);
     scheduler_.on_trial_add(next_, r_.trials[next_].config);
+    machine_.add(next_);
     start(next_++);
   }
 
@@ -165,52 +201,19 @@ class Simulation {
                          {"time_total_s", time_total_[t]},
                          {"time_this_iter_s", d},
                          {"timestamp", now_}};
-    TrialDecision decision;
-    {
-      Clock c(&r_);
-      decision = scheduler_.on_result(t, result);
-    }
-    apply(t, decision);
+    const TrialDecision decision = scheduler_.on_result(t, result);
+    apply(t, machine_.vet(t, decision, [this](int64_t donor) { return has_checkpoint(donor); }));
   }
 
-  void apply(int64_t t, const TrialDecision& decision) {
-    switch (decision.action) {
-      case TrialAction::kContinue:
-        free_ -= 1;
-        r_.busy += step_time(t);
-        running_.push({now_ + step_time(t), t});
-        return;
-      case TrialAction::kStop:
-        terminate(t);
-        return;
-      case TrialAction::kPause:
-        r_.trials[t].status = "PAUSED";
-        r_.trials[t].pauses += 1;
-        paused_.insert(t);
-        return;
-      case TrialAction::kExploit:
-        if (!valid_donor(decision.donor)) {
-          free_ -= 1;
-          running_.push({now_ + step_time(t), t});
-          return;
-        }
-        clone(t, decision.donor, decision.new_config);
-        pending_.push_front(t);
-        return;
-    }
-  }
-
-  Scheduler& scheduler_;
+  SimulationResult r_;  // before scheduler_, which counts into it
+  TimedScheduler scheduler_;
   const SimulationOptions& o_;
-  SimulationResult r_;
   std::vector<double> time_total_;  // per trial
-  std::deque<int64_t> pending_;     // exploited trials, restarting first
-  std::set<int64_t> paused_;
+  TrialStateMachine machine_;
   std::priority_queue<Running, std::vector<Running>, std::greater<Running>> running_;
   double now_ = 0;
   int64_t next_ = 0;
   int free_ = 0;
-  bool announced_ = false;
 };
 
 }  // namespace

@@ -1,6 +1,7 @@
 // A fake-clock cluster for schedulers: W workers run trials whose every step
 // is computed by a function (a synthetic learning curve, the PBT toy), with
-// the driver's contract (schedulers/scheduler.h): pause frees the worker and
+// the driver's contract (schedulers/scheduler.h) and its trial lifecycle
+// (schedulers/trial_state_machine.h): pause frees the worker and
 // a resumed trial continues from where it paused (its checkpoint), exploit
 // copies the donor's state and takes the new config, every step checkpoints.
 // Used by the scheduler tests and `bench/run schedulers`; handy to try a
@@ -41,7 +42,7 @@ struct SimulatedTrial {
   Json config;                  // final config
   int64_t iterations = 0;       // steps reported
   std::vector<double> metrics;  // metric at each iteration
-  std::string status;           // TERMINATED | PAUSED (never resumed) ...
+  std::string status;           // at the end: TERMINATED (paused ones never resumed too) or ERROR
   int pauses = 0, exploits = 0;
   std::vector<double> state;
 };
@@ -63,8 +64,8 @@ struct SimulationResult {
 };
 
 // Runs the whole sweep. Deterministic for deterministic options and scheduler.
-// A donor equal to the trial itself in a kExploit keeps the state and only
-// changes the config (for explore-only baselines).
+// Trials move through the driver's own lifecycle (schedulers/trial_state_machine.h),
+// so an exploit is vetted as the driver vets it (another trial, with a checkpoint).
 SimulationResult simulate(Scheduler& scheduler, const SimulationOptions& options);
 
 }  // namespace tune

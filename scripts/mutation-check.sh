@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# scripts/mutation-check.sh [BUILD_DIR]: breaks four rules on purpose, one at
+# scripts/mutation-check.sh [BUILD_DIR]: breaks five rules on purpose, one at
 # a time, and lists the tests that catch each (issue 31): ASHA's promotion
 # rule (top 2/rf promoted instead of 1/rf), PBT's exploit (the top quantile
-# cloned instead of the bottom one), the driver lease (any holder taken over)
-# and ack-after-commit (verdicts sent before the batch commits). Each
+# cloned instead of the bottom one), the driver lease (any holder taken over),
+# ack-after-commit (verdicts sent before the batch commits) and the trial
+# lifecycle's exploit rule (a donor without a checkpoint, or the trial
+# itself, accepted). MUTATIONS="a b" runs only those. Each
 # mutation is applied to the source, built, tested, and reverted (also on
 # Ctrl-C). A mutation no test catches is reported and the exit status is 1.
 # Takes a few minutes a mutation (rebuilds). Needs a configured BUILD_DIR
@@ -12,7 +14,7 @@ set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${1:-$ROOT/build}"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-TESTS='Asha|Hyperband|Pbt|Pb2|Scheduler|Simulat|CliResume|Driver|Store|Tuner\.|DiskFull'
+TESTS='Asha|Hyperband|Pbt|Pb2|Scheduler|Simulat|TrialStateMachine|CliResume|Driver|Store|Tuner\.|DiskFull'
 work="$(mktemp -d)"
 current=""
 restore() { [[ -n $current ]] && cp "$work/original" "$ROOT/$current"; current=""; }
@@ -22,6 +24,7 @@ uncaught=0
 
 mutate() {  # NAME FILE OLD NEW
   local name=$1 file=$2
+  [[ -n ${MUTATIONS:-} && " $MUTATIONS " != *" $name "* ]] && return
   cp "$ROOT/$file" "$work/original"
   current=$file
   /usr/bin/python3 - "$ROOT/$file" "$3" "$4" <<'PY' || { echo "$name: the code to break is not in $file any more"; restore; uncaught=1; return; }
@@ -64,5 +67,8 @@ mutate ack_after_commit tuner/driver/driver.cpp \
       if (reply) reply(verdict);
     }
     txn.commit();'
+mutate exploit_vetting schedulers/trial_state_machine.cpp \
+  '  if (decision.donor == trial || !contains(decision.donor) || !has_checkpoint(decision.donor)) {' \
+  '  if (!contains(decision.donor)) {'
 cmake --build "$BUILD" -j"$(nproc)" >"$work/build.log" 2>&1 || { echo "mutation-check: the restored tree does not build"; exit 1; }
 exit $uncaught

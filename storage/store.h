@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "base/json.h"
+#include "base/trial_status.h"
 
 namespace tune {
 
@@ -33,12 +34,7 @@ inline constexpr int kSchemaVersion = 2;
 
 enum class Durability { kNormal, kFull };
 
-// Trial statuses, stored as these exact strings.
-inline constexpr const char* kPending = "PENDING";
-inline constexpr const char* kRunning = "RUNNING";
-inline constexpr const char* kPaused = "PAUSED";
-inline constexpr const char* kTerminated = "TERMINATED";
-inline constexpr const char* kError = "ERROR";
+// Trial statuses are stored as the strings of base/trial_status.h (kPending...).
 
 // A trial's folder under its experiment's folder (STORAGE/EXPERIMENT/trial_00007):
 // the one spelling of it, for the driver, the executors and checkpoint lookup.

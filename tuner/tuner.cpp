@@ -3,13 +3,13 @@
 #include <cstdlib>
 
 #include "storage/analysis.h"
+#include "storage/store.h"
 #include "tuner/query/experiment_access.h"
 #include "tuner/query/pareto_front.h"
 #include "tuner/driver/driver.h"
 #include "tuner/driver/prepare.h"
 #include "base/error.h"
 #include "tuner/exec/host_check.h"
-#include "tuner/exec/session_base.h"
 #include "tuner/exec/worker.h"
 
 namespace tune {
@@ -46,7 +46,7 @@ namespace {
 Result result_of(const TrialRecord& trial, Json metrics, std::string checkpoint) {
   Result result;
   result.trial_index = trial.trial_index;
-  result.trial_name = internal::trial_name(trial.trial_index);
+  result.trial_name = trial_folder_name(trial.trial_index);
   result.status = trial.status;
   result.config = trial.config;
   result.metrics = std::move(metrics);
@@ -93,7 +93,7 @@ ResultGrid load_results(const std::string& storage_path, const std::string& name
   for (const TrialRecord& trial : store->trials(experiment->id)) {
     Result r;
     r.trial_index = trial.trial_index;
-    r.trial_name = internal::trial_name(trial.trial_index);
+    r.trial_name = trial_folder_name(trial.trial_index);
     r.status = trial.status;
     r.config = trial.config;
     r.metrics = trial.last_result;

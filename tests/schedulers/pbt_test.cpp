@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <map>
+#include <memory>
 #include <random>
 
 #include "schedulers/scheduler.h"
@@ -51,27 +52,31 @@ Json pbt_params(uint64_t seed, double resample, std::vector<double> factors) {
           {"hyperparam_mutations", {{"h0", {{"uniform", {0.0, 1.0}}}}, {"h1", {{"uniform", {0.0, 1.0}}}}}}};
 }
 
-// Explore only: every 4 steps a worker perturbs its own h (no copying of θ).
-class ExploreOnly : public Scheduler {
+// Explore only: every 4 steps a worker perturbs its own h as PBT's explore
+// would (resample with probability 0.25, else scale by 1.2 or 0.8), and never
+// copies θ. The worker's h lives in its state after θ (a scheduler cannot
+// change a trial's config in place: an exploit needs another trial as donor),
+// under a scheduler that lets every trial run.
+class RunAll : public Scheduler {
  public:
-  explicit ExploreOnly(uint64_t seed) : rng_(seed) {}
-  void on_trial_add(int64_t trial, const Json& config) override { configs_[trial] = config; }
-  TrialDecision on_result(int64_t trial, const Json& result) override {
-    if (result["training_iteration"].get<int64_t>() % 4 != 0) return TrialDecision::next();
-    Json c = configs_[trial];
-    std::uniform_real_distribution<double> u(0, 1);
-    for (const char* k : {"h0", "h1"}) {
-      double v = u(rng_) < 0.25 ? u(rng_) : c[k].get<double>() * (u(rng_) < 0.5 ? 1.2 : 0.8);
-      c[k] = std::min(1.0, v);
-    }
-    configs_[trial] = c;
-    return TrialDecision::exploit(trial, c);  // donor == itself: keep θ, change h
-  }
-
- private:
-  std::mt19937_64 rng_;
-  std::map<int64_t, Json> configs_;
+  TrialDecision on_result(int64_t, const Json&) override { return TrialDecision::next(); }
 };
+
+SimulationOptions explore_only_toy(int64_t steps, uint64_t seed) {
+  SimulationOptions o = toy(steps);
+  o.init = [](const Json& c) { return std::vector<double>{0.9, 0.9, c["h0"].get<double>(), c["h1"].get<double>()}; };
+  auto rng = std::make_shared<std::mt19937_64>(seed);
+  o.step = [rng](const Json&, std::vector<double>& s, int64_t iteration) {
+    s[0] -= 0.01 * 2 * s[2] * s[0];
+    s[1] -= 0.01 * 2 * s[3] * s[1];
+    if (iteration % 4 == 0) {
+      std::uniform_real_distribution<double> u(0, 1);
+      for (size_t k : {2, 3}) s[k] = std::min(1.0, u(*rng) < 0.25 ? u(*rng) : s[k] * (u(*rng) < 0.5 ? 1.2 : 0.8));
+    }
+    return 1.2 - (s[0] * s[0] + s[1] * s[1]);
+  };
+  return o;
+}
 
 TEST(Pbt, ToyProblemBeatsExploitOnlyAndExploreOnly) {
   double pbt = 0, exploit_only = 0, explore_only = 0;
@@ -80,10 +85,10 @@ TEST(Pbt, ToyProblemBeatsExploitOnlyAndExploreOnly) {
   for (uint64_t seed = 1; seed <= seeds; ++seed) {
     auto full = make_scheduler("pbt", pbt_params(seed, 0.25, {1.2, 0.8}), "q", "max");
     auto exploit = make_scheduler("pbt", pbt_params(seed, 0.0, {1.0}), "q", "max");  // copies, never changes h
-    ExploreOnly explore(seed);
+    RunAll run_all;
     const double a = best_q(simulate(*full, toy(200)));
     const double b = best_q(simulate(*exploit, toy(200)));
-    const double c = best_q(simulate(explore, toy(200)));
+    const double c = best_q(simulate(run_all, explore_only_toy(200, seed)));
     pbt += a / seeds;
     exploit_only += b / seeds;
     explore_only += c / seeds;

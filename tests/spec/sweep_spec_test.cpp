@@ -348,7 +348,9 @@ TEST(SweepSpecJson, NonIntegerCountsInAStoredSpecAreErrors) {
       } catch (const ConfigError& e) {
         error = e.what();
       }
-      EXPECT_NE(error.find("invalid sweep spec JSON: \"" + path.back() + "\" is not an integer in range"), std::string::npos)
+      // The key's whole path (search.seed is named by its own key).
+      const std::string named = is_seed ? path.back() : join_names(path, ".");
+      EXPECT_NE(error.find("invalid sweep spec JSON: \"" + named + "\" is not an integer in range"), std::string::npos)
           << path.back() << " = " << value.dump() << ": " << error;
     }
   }

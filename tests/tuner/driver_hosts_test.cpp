@@ -84,7 +84,7 @@ TEST(DriverHosts, ALostAttemptCountsOnlyAgainstTheBlamedHost) {
   h.fake->crash({1, 1}, "host lost", /*lost=*/true, {blamed});
   h.fake->crash({0, 1}, "host lost", /*lost=*/true, {blamed});
   ASSERT_TRUE(h.step());
-  EXPECT_EQ(h.driver->trials().at(0).status, kRunning) << "retried at once on the healthy host";
+  EXPECT_EQ(h.driver->status(0), TrialStatus::kRunning) << "retried at once on the healthy host";
   EXPECT_EQ(host_of(h, 0), other);
   EXPECT_TRUE(has_event(h, "hosts_excluded"));
   const auto events = h.driver->store().events(h.driver->experiment_id());

@@ -115,6 +115,32 @@ TEST(DriverExploit, RestartsTheTrialFromACopyOfTheDonorsCheckpointWithTheNewConf
   EXPECT_EQ(restarted->trial.checkpoint->path, exploits[0].checkpoint_path);
 }
 
+// The lifecycle's exploit rule, in the driver: an exploit from a trial with
+// no checkpoint, from the trial itself or from a trial that does not exist
+// is not carried out; the trial goes on with its own config and state.
+TEST(DriverExploit, OnlyFromAnotherTrialWithACheckpointElseTheTrialGoesOn) {
+  Harness h;
+  h.open(spec_of(3), /*slots=*/3, std::make_unique<ScriptedScheduler>(std::map<int64_t, std::deque<TrialDecision>>{
+                                      {1, {TrialDecision::exploit(0, {{"x", 0.25}}),    // 0 has no checkpoint
+                                           TrialDecision::exploit(1, {{"x", 0.5}}),     // itself
+                                           TrialDecision::exploit(9, {{"x", 0.75}})}}}));  // unknown
+  ASSERT_TRUE(h.step());
+  ASSERT_EQ(h.fake->started.size(), 3u);
+  const Json config = h.trial(1).config;
+  for (int i = 1; i <= 3; ++i) {
+    SCOPED_TRACE(i);
+    h.fake->report({0, 1}, {{"loss", 0.1}});  // never a checkpoint
+    h.fake->report({1, 1}, {{"loss", 0.9}}, h.checkpoint("c1_" + std::to_string(i), "mine"));
+    ASSERT_TRUE(h.step());
+    ASSERT_TRUE(h.fake->verdict({1, 1}).has_value());
+    EXPECT_NE(*h.fake->verdict({1, 1}), Verdict::kStop) << "the trial goes on";
+    EXPECT_EQ(h.status(1), kRunning);
+    EXPECT_EQ(h.trial(1).config, config);
+  }
+  EXPECT_TRUE(h.driver->store().exploits(h.driver->experiment_id()).empty());
+  EXPECT_EQ(h.fake->started.size(), 3u) << "nothing restarted";
+}
+
 TEST(DriverFailure, RetriesFromTheLastCheckpointThenMarksTheTrialError) {
   SweepSpec spec = spec_of(1);
   spec.failure.max_failures = 1;

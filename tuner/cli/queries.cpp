@@ -48,7 +48,7 @@ std::string time_text(double seconds) {
 
 // One row of `tune trials`: named cells as JSON values.
 Json trial_row(Store& store, const TrialRecord& trial, const std::string& mode) {
-  Json row = {{"trial", internal::trial_name(trial.trial_index)}, {"status", trial.status}};
+  Json row = {{"trial", trial_folder_name(trial.trial_index)}, {"status", trial.status}};
   const Json params = flatten(trial.config);  // named: items() must not outlive it
   for (const auto& [key, value] : params.items()) row[key] = value;
   row["iter"] = trial.last_iteration;
@@ -129,7 +129,7 @@ std::map<int64_t, Json> lineage_of(Store& store, int64_t experiment_id, const st
   for (const auto& t : trials) index_of[t.id] = t.trial_index;
   std::map<int64_t, Json> lineage;
   for (const auto& e : store.exploits(experiment_id)) {
-    lineage[e.trial_id].push_back({{"donor", internal::trial_name(index_of[e.donor_trial_id])},
+    lineage[e.trial_id].push_back({{"donor", trial_folder_name(index_of[e.donor_trial_id])},
                                    {"iteration", e.iteration}, {"donor_iteration", e.donor_iteration},
                                    {"old_config", e.old_config}, {"new_config", e.new_config}});
   }
@@ -179,7 +179,7 @@ void print_trials_json(Store& store, const TrialRows& rows, const std::map<int64
   for (const auto& [trial, row] : rows) {
     auto exploits = lineage.find(trial.id);
     auto placed = placements.find(trial.id);
-    list.push_back({{"trial_index", trial.trial_index}, {"trial_name", internal::trial_name(trial.trial_index)},
+    list.push_back({{"trial_index", trial.trial_index}, {"trial_name", trial_folder_name(trial.trial_index)},
                     {"status", trial.status}, {"config", trial.config}, {"iteration", trial.last_iteration},
                     {"attempts", trial.attempts}, {"last_result", trial.last_result},
                     {"error", trial.error.empty() ? Json(nullptr) : Json(trial.error)},
@@ -289,7 +289,7 @@ int show_pareto_front(Store& store, const ExperimentRecord& experiment, const st
     for (const auto& m : front) {
       Json values = Json::object();
       for (size_t i = 0; i < objectives.size(); ++i) values[objectives[i].metric] = m.values[i];
-      members.push_back({{"trial_index", m.trial.trial_index}, {"trial_name", internal::trial_name(m.trial.trial_index)},
+      members.push_back({{"trial_index", m.trial.trial_index}, {"trial_name", trial_folder_name(m.trial.trial_index)},
                          {"status", m.trial.status}, {"values", values}, {"config", m.trial.config},
                          {"metrics", m.metrics},
                          {"checkpoint", m.checkpoint_path.empty() ? Json(nullptr) : Json(m.checkpoint_path)}});
@@ -307,7 +307,7 @@ int show_pareto_front(Store& store, const ExperimentRecord& experiment, const st
   header.push_back("config");
   std::vector<std::vector<std::string>> rows;
   for (const auto& m : front) {
-    std::vector<std::string> row = {internal::trial_name(m.trial.trial_index), m.trial.status};
+    std::vector<std::string> row = {trial_folder_name(m.trial.trial_index), m.trial.status};
     for (double v : m.values) row.push_back(format_value(v));
     row.push_back(m.trial.config.dump());
     rows.push_back(std::move(row));
@@ -331,7 +331,7 @@ int show_best(const QueryOptions& options, std::ostream& out) {
   if (!best) throw NotFoundError("no trial of '" + experiment.name + "' has reported '" + metric + "' yet");
   if (options.format == "json") {
     out << Json{{"experiment", experiment.name}, {"trial_index", best->trial.trial_index},
-                {"trial_name", internal::trial_name(best->trial.trial_index)}, {"status", best->trial.status},
+                {"trial_name", trial_folder_name(best->trial.trial_index)}, {"status", best->trial.status},
                 {"metric", metric}, {"mode", mode}, {"scope", options.scope}, {"score", best->score},
                 {"config", best->trial.config}, {"metrics", best->metrics},
                 {"checkpoint", best->checkpoint_path.empty() ? Json(nullptr) : Json(best->checkpoint_path)}}
@@ -339,7 +339,7 @@ int show_best(const QueryOptions& options, std::ostream& out) {
         << "\n";
     return 0;
   }
-  out << fmt::format("best trial: {} ({}), {} {} = {} ({} of {})\n", internal::trial_name(best->trial.trial_index),
+  out << fmt::format("best trial: {} ({}), {} {} = {} ({} of {})\n", trial_folder_name(best->trial.trial_index),
                      best->trial.status, options.scope, metric, format_value(best->score), mode, experiment.name);
   out << "config: " << best->trial.config.dump() << "\n";
   out << "metrics: " << best->metrics.dump() << "\n";
@@ -359,10 +359,10 @@ int show_status(const QueryOptions& options, std::ostream& out) {
   if (!objectives.empty()) {
     front = Json::array();
     for (const auto& m : internal::pareto_trials(*store, experiment, objectives, "last"))
-      front.push_back(internal::trial_name(m.trial.trial_index));
+      front.push_back(trial_folder_name(m.trial.trial_index));
   } else if (!experiment.metric.empty()) {
     if (auto b = best_trial(*store, experiment, experiment.metric, experiment.mode, "last")) {
-      best = {{"trial_name", internal::trial_name(b->trial.trial_index)}, {"score", b->score}, {"config", b->trial.config}};
+      best = {{"trial_name", trial_folder_name(b->trial.trial_index)}, {"score", b->score}, {"config", b->trial.config}};
     }
   }
   if (options.format == "json") {

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "base/error.h"
+#include "storage/store.h"
 #include "tuner/exec/session_base.h"
 
 namespace tune::internal {
@@ -36,7 +37,7 @@ void prune_checkpoints(Store& store, int64_t trial_row, const CheckpointOptions&
 
 fs::path clone_checkpoint(const std::string& donor_checkpoint, const fs::path& trial_dir, int64_t iteration,
                           int64_t donor_index, int64_t exploit) {
-  const fs::path target = trial_dir / (checkpoint_dir_name(iteration, exploit) + "_from_" + trial_name(donor_index));
+  const fs::path target = trial_dir / (checkpoint_dir_name(iteration, exploit) + "_from_" + trial_folder_name(donor_index));
   std::error_code ec;
   fs::remove_all(target, ec);
   fs::create_directories(trial_dir, ec);

@@ -162,7 +162,6 @@ void Driver::load_experiment() {
     trial.index = record.trial_index;
     trial.row = record.id;
     trial.config = record.config;
-    trial.status = record.status;
     trial.attempt = record.attempts;
     trial.last_result = record.last_result;
     trial.error = record.error;
@@ -172,25 +171,26 @@ void Driver::load_experiment() {
     trial.iteration = trial.checkpoint ? trial.checkpoint->iteration : 0;
     trial.exploits = exploits[record.id];
     next_index_ = std::max(next_index_, record.trial_index + 1);
-    if (record.status == kTerminated || record.status == kError) {
-      observations.push_back({record.trial_index, record.config, record.last_result, record.status == kError});
+    const std::optional<TrialStatus> status = parse_trial_status(record.status);
+    if (!status) throw Error("trial " + std::to_string(record.trial_index) + " of '" + sweep_.spec.name +
+                             "' has an unknown status '" + record.status + "'");
+    if (is_final(*status)) {
+      lifecycle_.add(trial.index, *status);
+      observations.push_back({record.trial_index, record.config, record.last_result, *status == TrialStatus::kError});
     } else {
       // Searchers count it as pending (it is re-run with this config).
       observations.push_back({record.trial_index, record.config, record.last_result, false, true});
       if (!restored_scheduler) scheduler.on_trial_add(trial.index, trial.config);  // a restored one knows it
       if (trial.checkpoint) scheduler.on_checkpoint(trial.index, trial.checkpoint->iteration);
-      if (record.status == kPaused) {
-        paused_.insert(trial.index);
-      } else {
-        trial.status = kPending;
-        pending_.push_back(trial.index);
-      }
+      // A PAUSED trial waits for the scheduler; any other restarts.
+      lifecycle_.add(trial.index, *status == TrialStatus::kPaused ? TrialStatus::kPaused : TrialStatus::kPending,
+                     /*queued=*/true);
     }
     trials_.emplace(trial.index, std::move(trial));
   }
   sweep_.searcher->restore(next_index_, observations);
   store_->add_event(experiment_.id, std::nullopt, "resumed",
-                    {{"restarting", pending_.size()}, {"suggested", next_index_}}, clock_.unix_time());
+                    {{"restarting", lifecycle_.queued().size()}, {"suggested", next_index_}}, clock_.unix_time());
 }
 
 PlacementRequest Driver::request() const {
@@ -216,37 +216,15 @@ std::optional<int64_t> Driver::next_trial() {
     auto it = live_.lower_bound(AttemptId{index, 0});
     return it != live_.end() && it->first.trial == index;
   };
+  auto apply_to = [this](int64_t index, const TrialDecision& decision) { apply(trials_.at(index), decision); };
+  auto checkpointed = [this](int64_t index) { return has_checkpoint(index); };
   while (true) {
-    for (auto it = pending_.begin(); it != pending_.end(); ++it) {
-      if (attempt_live(*it)) continue;
-      const int64_t index = *it;
-      pending_.erase(it);
-      return index;
-    }
-    if (!pending_.empty()) return std::nullopt;  // retries wait for their old attempt
-    std::vector<int64_t> candidates;
-    for (int64_t index : paused_)
-      if (!attempt_live(index)) candidates.push_back(index);
-    if (!candidates.empty()) {
-      std::optional<int64_t> chosen = sweep_.scheduler->choose_trial_to_run(candidates);
-      if (chosen && std::find(candidates.begin(), candidates.end(), *chosen) != candidates.end()) {
-        paused_.erase(*chosen);
-        // The scheduler may end the chosen trial (HyperBand's losers) or
-        // exploit it (synchronous PBT) instead of resuming it as it is.
-        TrialState& trial = trials_.at(*chosen);
-        TrialDecision decision = vetted(*chosen, sweep_.scheduler->on_trial_resume(*chosen));
-        if (decision.action == TrialAction::kContinue || decision.action == TrialAction::kPause) return *chosen;
-        apply(trial, decision);  // stop: ends it; exploit: queues it first in pending_
-        continue;
-      }
-    }
-    if (searcher_done_ || !sweep_.scheduler->can_start_new_trial()) return std::nullopt;
+    const TrialStateMachine::Next next = lifecycle_.next(*sweep_.scheduler, attempt_live, apply_to, checkpointed);
+    if (next.kind == TrialStateMachine::Next::kStart) return next.trial;
+    if (next.kind == TrialStateMachine::Next::kNone) return std::nullopt;
     std::optional<Json> config = sweep_.searcher->suggest(next_index_);
     if (!config) {
-      searcher_done_ = true;
-      // Schedulers waiting for more trials (a HyperBand bracket that will
-      // not fill up) decide with what they have; then look again.
-      sweep_.scheduler->on_no_more_trials();
+      lifecycle_.no_more_trials(*sweep_.scheduler);  // then look again
       continue;
     }
     TrialState trial;
@@ -254,6 +232,7 @@ std::optional<int64_t> Driver::next_trial() {
     trial.config = std::move(*config);
     trial.row = store_->add_trial(experiment_.id, trial.index, trial.config);
     sweep_.scheduler->on_trial_add(trial.index, trial.config);
+    lifecycle_.add(trial.index);
     const int64_t index = trial.index;
     trials_.emplace(index, std::move(trial));
     return index;
@@ -266,7 +245,7 @@ std::optional<int64_t> Driver::next_trial() {
 void Driver::start(TrialState& trial, const Placement& placement) {
   const double now = clock_.now();
   trial.attempt += 1;
-  trial.status = kRunning;
+  lifecycle_.start(trial.index);
   trial.attempt_started = trial.last_report = now;
   trial.iteration = trial.checkpoint ? trial.checkpoint->iteration : 0;
   const AttemptId attempt{trial.index, trial.attempt};
@@ -276,7 +255,7 @@ void Driver::start(TrialState& trial, const Placement& placement) {
   start.experiment = sweep_.spec.name;
   start.trainable = sweep_.spec.trainable;
   start.trial_index = trial.index;
-  start.trial_dir = (experiment_dir_ / trial_name(trial.index)).string();
+  start.trial_dir = (experiment_dir_ / trial_folder_name(trial.index)).string();
   start.config = trial.config;
   start.iteration = trial.iteration;
   start.exploits = trial.exploits;
@@ -301,10 +280,10 @@ void Driver::start(TrialState& trial, const Placement& placement) {
 // here, the largest part of starting a trial) out of the gap between one
 // trial's end and the next one's start. finish() removes it if no trial came.
 void Driver::make_next_trial_dir() {
-  if (searcher_done_ || stopping_ || ready_dir_ == next_index_) return;
+  if (lifecycle_.no_more_trials() || stopping_ || ready_dir_ == next_index_) return;
   ready_dir_ = next_index_;
   std::error_code ec;
-  std::filesystem::create_directories(experiment_dir_ / trial_name(ready_dir_), ec);
+  std::filesystem::create_directories(experiment_dir_ / trial_folder_name(ready_dir_), ec);
 }
 
 bool Driver::step(std::chrono::microseconds max_wait) {
@@ -391,7 +370,7 @@ void Driver::stop_and_requeue(const std::string& reason) {
   stopping_ = interrupted_ = true;
   Transaction txn(*store_);
   for (auto& [index, trial] : trials_)
-    if (trial.status == kRunning) requeue(trial);
+    if (running(trial)) requeue(trial);
   txn.commit();
   for (const auto& [attempt, placement] : live_) executor_->cancel(attempt, reason);
 }
@@ -416,9 +395,9 @@ void Driver::finish() {
   Transaction txn(*store_);
   hold_lease();
   for (auto& [index, trial] : trials_) {
-    if (trial.status == kRunning) {
+    if (running(trial)) {
       requeue(trial);  // abandoned: resumable
-    } else if (trial.status == kPaused && !interrupted_) {
+    } else if (lifecycle_.status(index) == TrialStatus::kPaused && !interrupted_) {
       terminate(trial);  // the sweep is over: never promoted
     }
   }
@@ -432,7 +411,7 @@ void Driver::finish() {
   executor_.reset();
   if (ready_dir_ >= next_index_) {
     std::error_code ec;
-    std::filesystem::remove(experiment_dir_ / trial_name(ready_dir_), ec);  // only if it is still empty
+    std::filesystem::remove(experiment_dir_ / trial_folder_name(ready_dir_), ec);  // only if it is still empty
   }
   release_lease();
   if (report_) report_->finish();  // shows the end: the open page stops reloading
@@ -496,7 +475,7 @@ void Driver::print_progress(bool final) {
   std::vector<ProgressRow> rows;
   rows.reserve(trials_.size());
   for (const auto& [index, trial] : trials_) {
-    rows.push_back({index, trial.status, trial.config, trial.last_result, trial.error});
+    rows.push_back({index, status_name(lifecycle_.status(index)), trial.config, trial.last_result, trial.error});
   }
   std::vector<std::string> sampled;
   for (const auto& parameter : sweep_.spec.param_space.parameters()) sampled.push_back(parameter.path);
@@ -518,8 +497,8 @@ std::optional<double> Driver::eta() const {
   if (sweep_.spec.max_concurrent_trials > 0) in.concurrency = std::min(in.concurrency, sweep_.spec.max_concurrent_trials);
   const double now = clock_.now();
   for (const auto& [index, trial] : trials_) {
-    const double run_time = trial.time_before_attempt + (trial.status == kRunning ? now - trial.attempt_started : 0);
-    if (trial.status == kTerminated || trial.status == kError) {
+    const double run_time = trial.time_before_attempt + (running(trial) ? now - trial.attempt_started : 0);
+    if (is_final(lifecycle_.status(index))) {
       in.finished_s.push_back(run_time);
     } else {
       in.running_s.push_back(run_time);

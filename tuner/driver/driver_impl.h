@@ -11,7 +11,6 @@
 
 #include <chrono>
 #include <cmath>
-#include <deque>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -19,6 +18,7 @@
 #include <set>
 #include <vector>
 
+#include "schedulers/trial_state_machine.h"
 #include "storage/store.h"
 #include "tuner/driver/driver.h"
 #include "tuner/driver/live_report.h"
@@ -30,8 +30,7 @@ namespace tune::internal {
 struct TrialState {
   int64_t index = 0;
   int64_t row = 0;  // trials.id in the store
-  Json config;
-  std::string status = kPending;
+  Json config;  // its status lives in Driver::lifecycle_
   int attempt = 0;  // starts so far; events of other attempts are stale
   int failures = 0;
   int host_losses = 0;  // attempts lost with their host (multi-host sweeps)
@@ -64,6 +63,7 @@ class Driver {
   std::string run();
 
   const std::map<int64_t, TrialState>& trials() const { return trials_; }
+  TrialStatus status(int64_t trial) const { return lifecycle_.status(trial); }
   const std::string& name() const { return sweep_.spec.name; }
   int64_t experiment_id() const { return experiment_.id; }
   Store& store() { return *store_; }
@@ -105,6 +105,8 @@ class Driver {
   void make_next_trial_dir();
   TrialDecision decide(const TrialState& trial, const Json& result);
   TrialDecision vetted(int64_t trial, TrialDecision decision) const;
+  bool has_checkpoint(int64_t trial) const;
+  bool running(const TrialState& trial) const { return lifecycle_.status(trial.index) == TrialStatus::kRunning; }
   void apply(TrialState& trial, const TrialDecision& decision);
   void leave_running(TrialState& trial);
   void terminate(TrialState& trial);
@@ -160,12 +162,10 @@ class Driver {
   double last_iteration_s_ = INFINITY;  // time_this_iter_s of the latest result of any trial
 
   std::map<int64_t, TrialState> trials_;
+  TrialStateMachine lifecycle_;          // each trial's status; retries, exploits and paused trials waiting
   std::map<AttemptId, Placement> live_;  // attempts started and not yet ended
-  std::deque<int64_t> pending_;          // retries and exploits: started first
-  std::set<int64_t> paused_;             // PAUSED, resumed when the scheduler picks them
   int64_t next_index_ = 0;
   int64_t ready_dir_ = -1;  // the trial folder made ahead for next_index_ (make_next_trial_dir)
-  bool searcher_done_ = false;
   bool state_changed_ = false;  // a pause/exploit in this batch: save scheduler state now
   bool stopping_ = false, interrupted_ = false;
   double started_ = 0, last_progress_ = 0, last_state_save_ = 0;

@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 
 #include "search/search_space.h"
-#include "tuner/exec/session_base.h"
+#include "storage/store.h"
 
 namespace tune::internal {
 
@@ -93,7 +93,7 @@ std::string render_progress(const std::string& experiment, const std::string& me
   std::vector<std::vector<std::string>> table;
   for (size_t i = 0; i < order.size() && i < max_rows; ++i) {
     const ProgressRow& row = *order[i];
-    std::vector<std::string> cells = {trial_name(row.trial_index), row.status};
+    std::vector<std::string> cells = {trial_folder_name(row.trial_index), row.status};
     Json flat = flatten(row.config);
     for (const auto& p : params) cells.push_back(flat.contains(p) ? format_value(flat[p]) : "");
     const Json& r = row.last_result;

@@ -24,7 +24,7 @@ std::string non_finite_metric(const Json& metrics) {
 // already decided (paused, stopped, requeued), are stale.
 TrialState* Driver::current(const AttemptId& attempt) {
   auto it = trials_.find(attempt.trial);
-  if (it == trials_.end() || it->second.attempt != attempt.attempt || it->second.status != kRunning) return nullptr;
+  if (it == trials_.end() || it->second.attempt != attempt.attempt || !running(it->second)) return nullptr;
   return &it->second;
 }
 
@@ -96,7 +96,7 @@ Verdict Driver::on_result(TrialState& trial, TrialEvent& event) {
   }
   sweep_.searcher->on_result(trial.index, result);
   apply(trial, decide(trial, result));
-  if (trial.status != kRunning) return Verdict::kStop;
+  if (!running(trial)) return Verdict::kStop;
   return next_result_runs_ahead(trial) ? Verdict::kRunAhead : Verdict::kContinue;
 }
 
@@ -162,13 +162,14 @@ TrialDecision Driver::decide(const TrialState& trial, const Json& result) {
   return vetted(trial.index, sweep_.scheduler->on_result(trial.index, result));
 }
 
-// A scheduler's exploit is carried out only from a donor that has a
-// checkpoint (and is another trial); otherwise the trial just goes on.
+// The lifecycle's rule: an exploit only from another trial with a checkpoint.
 TrialDecision Driver::vetted(int64_t index, TrialDecision decision) const {
-  if (decision.action != TrialAction::kExploit) return decision;
-  auto donor = trials_.find(decision.donor);
-  if (donor == trials_.end() || !donor->second.checkpoint || decision.donor == index) return TrialDecision::next();
-  return decision;
+  return lifecycle_.vet(index, std::move(decision), [this](int64_t donor) { return has_checkpoint(donor); });
+}
+
+bool Driver::has_checkpoint(int64_t index) const {
+  auto it = trials_.find(index);
+  return it != trials_.end() && it->second.checkpoint.has_value();
 }
 
 void Driver::apply(TrialState& trial, const TrialDecision& decision) {
@@ -190,13 +191,13 @@ void Driver::apply(TrialState& trial, const TrialDecision& decision) {
 // The trial's running attempt is over for it (its process may still be
 // stopping): its time so far is banked.
 void Driver::leave_running(TrialState& trial) {
-  if (trial.status != kRunning) return;
+  if (!running(trial)) return;
   trial.time_before_attempt += clock_.now() - trial.attempt_started;
 }
 
 void Driver::terminate(TrialState& trial) {
   leave_running(trial);
-  trial.status = kTerminated;
+  lifecycle_.terminate(trial.index);
   store_->set_trial_status(trial.row, kTerminated, clock_.unix_time());
   sweep_.searcher->on_complete({trial.index, trial.config, trial.last_result, false});
   sweep_.scheduler->on_trial_complete(trial.index, trial.last_result);
@@ -205,9 +206,8 @@ void Driver::terminate(TrialState& trial) {
 void Driver::pause(TrialState& trial) {
   leave_running(trial);
   state_changed_ = true;
-  trial.status = kPaused;
+  lifecycle_.pause(trial.index);
   store_->set_trial_status(trial.row, kPaused, clock_.unix_time());
-  paused_.insert(trial.index);
 }
 
 // PBT: the trial continues from a copy of the donor's latest checkpoint with
@@ -219,13 +219,13 @@ void Driver::exploit(TrialState& trial, const TrialDecision& decision) {
   const int64_t restored = donor.checkpoint->iteration;
   std::filesystem::path copy;
   try {
-    copy = clone_checkpoint(donor.checkpoint->path, experiment_dir_ / trial_name(trial.index), restored,
+    copy = clone_checkpoint(donor.checkpoint->path, experiment_dir_ / trial_folder_name(trial.index), restored,
                             decision.donor, trial.exploits + 1);
   } catch (const DiskFullError&) {
     throw;  // not the trial's fault: the sweep stops cleanly (Driver::run)
   } catch (const Error& e) {
     // The trial failed, not the sweep: it is retried from its own checkpoint.
-    fail(trial, std::string("exploit of ") + trial_name(decision.donor) + ": " + e.what());
+    fail(trial, std::string("exploit of ") + trial_folder_name(decision.donor) + ": " + e.what());
     return;
   }
   leave_running(trial);
@@ -249,15 +249,14 @@ void Driver::exploit(TrialState& trial, const TrialDecision& decision) {
   trial.iteration = restored;
   trial.checkpoint = Checkpoint{copy.string(), restored};
   sweep_.scheduler->on_checkpoint(trial.index, restored);
-  trial.status = kPending;
+  lifecycle_.retry(trial.index);  // first in line
   store_->set_trial_status(trial.row, kPending, now);
-  pending_.push_front(trial.index);
 }
 
 // Interrupted, not finished: left PENDING so `tune resume` restarts it.
 void Driver::requeue(TrialState& trial) {
   leave_running(trial);
-  trial.status = kPending;
+  lifecycle_.requeue(trial.index);
   store_->set_trial_status(trial.row, kPending, clock_.unix_time());
 }
 
@@ -280,16 +279,15 @@ void Driver::fail(TrialState& trial, const std::string& message, bool host_lost,
                     {{"message", message}, {"attempt", trial.attempt}, {"host_lost", host_lost}, {"hosts", lost_hosts}, {"suspects", suspects},
                      {"restore_iteration", trial.checkpoint ? trial.checkpoint->iteration : 0}}, now);
   if (retry) {
-    trial.status = kPending;
+    lifecycle_.retry(trial.index);  // first in line
     store_->set_trial_status(trial.row, kPending, now, message);
-    pending_.push_front(trial.index);
     return;
   }
-  trial.status = kError;
+  lifecycle_.fail(trial.index);
   store_->set_trial_status(trial.row, kError, now, message);
   sweep_.searcher->on_complete({trial.index, trial.config, trial.last_result, true});
   sweep_.scheduler->on_trial_error(trial.index);
-  if (run_.verbose) std::cerr << "tune: " << trial_name(trial.index) << " failed: " << message << "\n";
+  if (run_.verbose) std::cerr << "tune: " << trial_folder_name(trial.index) << " failed: " << message << "\n";
 }
 
 }  // namespace tune::internal

@@ -65,8 +65,6 @@ TrialStart TrialStart::from_json(const Json& json) {
   return start;
 }
 
-std::string trial_name(int64_t trial_index) { return trial_folder_name(trial_index); }
-
 std::string checkpoint_dir_name(int64_t iteration, int64_t exploits) {
   char buffer[64];
   if (exploits > 0) {
@@ -92,7 +90,7 @@ void log_ack(const TrialStart& start, int64_t iteration, Verdict verdict) {
 SessionBase::SessionBase(TrialStart start)
     : start_(std::move(start)), iteration_(start_.iteration), run_ahead_(start_.run_ahead) {}
 
-std::string SessionBase::trial_name() const { return internal::trial_name(start_.trial_index); }
+std::string SessionBase::trial_name() const { return trial_folder_name(start_.trial_index); }
 
 std::string SessionBase::make_checkpoint_dir() {
   std::filesystem::path dir = std::filesystem::path(start_.trial_dir) / checkpoint_dir_name(iteration_ + 1, start_.exploits);

@@ -82,7 +82,6 @@ class SessionBase : public Session {
   bool in_flight_ = false;  // a result ran ahead: its answer is still to be read
 };
 
-std::string trial_name(int64_t trial_index);
 // A trial's checkpoint directory name: checkpoint_<iteration>, and after its
 // k-th PBT exploit checkpoint_<iteration>_exploit<k>; names never repeat
 // within a trial, so pruning one checkpoint never deletes another's files.

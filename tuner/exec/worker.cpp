@@ -18,6 +18,7 @@
 
 #include "base/error.h"
 #include "base/json.h"
+#include "storage/store.h"
 #include "tuner/exec/checkpoint_transfer.h"
 #include "tuner/exec/host_check.h"
 #include "tuner/exec/command_trainable.h"
@@ -68,7 +69,7 @@ Ranks mpi_ranks() {
 // Where a streaming trial keeps its files on this host.
 std::string scratch_dir(const TrialStart& start) {
   const fs::path root = scratch_root();
-  return (root / start.experiment / trial_name(start.trial_index)).string();
+  return (root / start.experiment / trial_folder_name(start.trial_index)).string();
 }
 
 // Rank 0 holds a restored checkpoint in `dir`; the leaders of the other

@@ -12,6 +12,7 @@
 #include "search/domain.h"
 #include "search/searcher.h"
 #include "tuner/spec/command_spec.h"
+#include "tuner/spec/sweep_fields.h"
 
 namespace tune::internal {
 namespace {
@@ -20,12 +21,46 @@ const std::vector<std::string> kTopKeys = {
     "name",       "trainable", "metric",     "mode",      "num_samples", "max_concurrent_trials",
     "resources",  "search",    "scheduler",  "stop",      "param_space", "points_to_evaluate",
     "checkpoint", "failure",   "data",       "preprocess"};
-const std::vector<std::string> kResourceKeys = {"workers", "cpus_per_worker", "use_mpi", "gpus_per_worker",
-                                               "placement"};
-const std::vector<std::string> kCheckpointKeys = {"num_to_keep", "score_attribute", "score_order", "shared_filesystem"};
-const std::vector<std::string> kFailureKeys = {"max_failures", "result_timeout_s", "max_host_failures", "host_timeout_s",
-                                                "host_check_interval_s"};
-constexpr int64_t kMaxInt = std::numeric_limits<int>::max();
+const std::vector<std::string> kResourceKeys = sweep_field_keys("resources");
+const std::vector<std::string> kCheckpointKeys = sweep_field_keys("checkpoint");
+const std::vector<std::string> kFailureKeys = sweep_field_keys("failure");
+
+// One key of the field table (tuner/spec/sweep_fields.h) from `o`, checked
+// against its range; absent, the member keeps its value (the struct's default).
+void read_field(const OptionReader& o, const SweepField& f, SweepSpec& spec) {
+  const auto low = static_cast<int64_t>(f.min), high = static_cast<int64_t>(f.max);
+  std::visit(
+      [&](auto* member) {
+        using T = std::decay_t<decltype(*member)>;
+        if constexpr (std::is_same_v<T, int> || std::is_same_v<T, int64_t>) {
+          *member = static_cast<T>(o.integer_in(f.key, *member, low, high, f.says));
+        } else if constexpr (std::is_same_v<T, bool>) {
+          *member = o.boolean(f.key, *member);
+        } else if constexpr (std::is_same_v<T, double>) {
+          *member = f.exclusive_min ? o.number(f.key, *member, Bound::above(f.min)) : o.number_in(f.key, *member, f.min, f.max);
+        } else if constexpr (std::is_same_v<T, std::string>) {
+          *member = f.choices.empty() ? o.text(f.key, *member) : o.string(f.key, *member, f.choices);
+        } else if constexpr (std::is_same_v<T, std::optional<double>>) {
+          if (o.has(f.key))
+            *member = f.exclusive_min ? o.number(f.key, 0, Bound::above(f.min)) : o.number_in(f.key, 0, f.min, f.max);
+        } else {
+          if (o.has(f.key)) *member = o.integer_in(f.key, 0, low, high, f.says);
+        }
+      },
+      f.member(spec));
+}
+
+// Every key of the table's `section` that `o` holds.
+void read_fields(const OptionReader& o, const std::string& section, SweepSpec& spec) {
+  for (const SweepField& f : sweep_fields())
+    if (f.section == section) read_field(o, f, spec);
+}
+
+const SweepField* find_field(const std::string& section, const std::string& key) {
+  for (const SweepField& f : sweep_fields())
+    if (f.section == section && f.key == key) return &f;
+  return nullptr;
+}
 
 std::string join_path(const std::string& prefix, const std::string& key) {
   return prefix.empty() ? key : prefix + "." + key;
@@ -223,29 +258,20 @@ class Reader {
                                          "' has a control character (use letters, digits, '_', '-', '.')");
     } else if (key == "metric" || key == "mode") {
       return;  // read_objectives, once both are known
-    } else if (key == "num_samples") {
-      spec.num_samples = one.integer_in(key, 1, 1, kMaxInt, "a positive integer");
-    } else if (key == "max_concurrent_trials") {
-      spec.max_concurrent_trials = static_cast<int>(one.integer_in(key, 0, 0, kMaxInt, "a non-negative integer"));
+    } else if (const SweepField* field = find_field("", key)) {
+      read_field(one, *field, spec);  // num_samples, max_concurrent_trials
     } else if (key == "resources") {
-      read_resources(value, spec.resources);
+      read_fields(section(value, key, &kResourceKeys), key, spec);
     } else if (key == "search") {
       read_search(value, spec.search);
     } else if (key == "scheduler") {
       read_scheduler(value, spec.scheduler);
     } else if (key == "stop") {
-      read_stop(value, spec.stop);
+      read_stop(value, spec);
     } else if (key == "checkpoint") {
-      read_checkpoint(value, spec.checkpoint);
+      read_checkpoint(value, spec);
     } else if (key == "failure") {
-      const OptionReader failure = section(value, key, &kFailureKeys);
-      spec.failure.max_failures =
-          static_cast<int>(failure.integer_in("max_failures", 0, -1, kMaxInt, "an integer >= -1"));
-      if (failure.has("result_timeout_s")) spec.failure.result_timeout_s = failure.number("result_timeout_s", 0, Bound::above(0));
-      spec.failure.max_host_failures =
-          static_cast<int>(failure.integer_in("max_host_failures", 2, 1, kMaxInt, "a positive integer"));
-      spec.failure.host_timeout_s = failure.number_in("host_timeout_s", 10, 2, 3600);
-      spec.failure.host_check_interval_s = failure.number_in("host_check_interval_s", 30, 1, 86400);
+      read_fields(section(value, key, &kFailureKeys), key, spec);
     } else if (key == "data") {
       if (!value.is_object())
         throw ConfigError::at(key, "data must be a mapping (path, label, ...), got " + describe_kind(value));
@@ -377,15 +403,6 @@ class Reader {
     spec.command = command.to_json();
   }
 
-  void read_resources(const OrderedJson& value, Resources& r) const {
-    const OptionReader o = section(value, "resources", &kResourceKeys);
-    r.workers = static_cast<int>(o.integer_in("workers", r.workers, 1, kMaxInt, "a positive integer"));
-    r.cpus_per_worker = static_cast<int>(o.integer_in("cpus_per_worker", r.cpus_per_worker, 1, kMaxInt, "a positive integer"));
-    r.use_mpi = o.boolean("use_mpi", r.use_mpi);
-    r.gpus_per_worker = static_cast<int>(o.integer_in("gpus_per_worker", r.gpus_per_worker, 0, kMaxInt, "a non-negative integer"));
-    r.placement = o.string("placement", r.placement, {"pack", "spread"});
-  }
-
   void read_search(const OrderedJson& value, SearchOptions& search) const {
     const OptionReader o = section(value, "search", nullptr);
     for (const auto& [key, item] : o.options().items()) {
@@ -428,29 +445,24 @@ class Reader {
     }
   }
 
-  void read_stop(const OrderedJson& value, StopCriteria& stop) const {
+  // stop: the table's criteria, and any other key a metric threshold.
+  void read_stop(const OrderedJson& value, SweepSpec& spec) const {
     const OptionReader o = section(value, "stop", nullptr);
     for (const auto& [key, item] : o.options().items()) {
       if (item.is_null()) continue;
-      if (key == "training_iteration") {
-        stop.training_iteration = o.integer_in(key, 1, 1, kMaxInt, "a positive integer");
-      } else if (key == "time_budget_s") {
-        stop.time_budget_s = o.number(key, 1, Bound::above(0));
+      if (const SweepField* field = find_field("stop", key)) {
+        read_field(o, *field, spec);
       } else {
-        stop.metric_thresholds[key] = o.finite_number(key, 0);
+        spec.stop.metric_thresholds[key] = o.finite_number(key, 0);
       }
     }
   }
 
-  void read_checkpoint(const OrderedJson& value, CheckpointOptions& c) const {
-    const OptionReader o = section(value, "checkpoint", &kCheckpointKeys);
-    c.num_to_keep = static_cast<int>(o.integer_in("num_to_keep", c.num_to_keep, 0, kMaxInt, "a non-negative integer"));
-    c.score_attribute = o.text("score_attribute", c.score_attribute);
-    c.score_order = o.text("score_order", c.score_order);
-    c.shared_filesystem = o.boolean("shared_filesystem", c.shared_filesystem);
-    if (!c.score_order.empty() && !is_min_max(c.score_order))
-      throw ConfigError::at("checkpoint.score_order",
-                            "checkpoint.score_order must be 'min' or 'max', got '" + c.score_order + "'");
+  void read_checkpoint(const OrderedJson& value, SweepSpec& spec) const {
+    read_fields(section(value, "checkpoint", &kCheckpointKeys), "checkpoint", spec);
+    const std::string& order = spec.checkpoint.score_order;
+    if (!order.empty() && !is_min_max(order))
+      throw ConfigError::at("checkpoint.score_order", "checkpoint.score_order must be 'min' or 'max', got '" + order + "'");
   }
 
   void read_points(const OrderedJson& node, SweepSpec& spec) const {

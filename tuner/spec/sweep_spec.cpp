@@ -13,6 +13,7 @@
 #include "schedulers/scheduler.h"
 #include "tuner/spec/command_spec.h"
 #include "tuner/spec/sweep_check.h"
+#include "tuner/spec/sweep_fields.h"
 #include "tuner/spec/sweep_reader.h"
 
 namespace tune {
@@ -250,44 +251,24 @@ SearchOptions SweepSpec::search_options() const {
 }
 
 Json SweepSpec::to_json() const {
-  Json stop_json = {{"metric_thresholds", stop.metric_thresholds},
-                    {"training_iteration", stop.training_iteration ? Json(*stop.training_iteration) : Json()},
-                    {"time_budget_s", stop.time_budget_s ? Json(*stop.time_budget_s) : Json()}};
-  return {{"name", name},
-          {"trainable", trainable},
-          {"metric", metric},
-          {"mode", mode},
-          {"objectives", objectives_to_json(objectives)},
-          {"num_samples", num_samples},
-          {"max_concurrent_trials", max_concurrent_trials},
-          {"resources",
-           {{"workers", resources.workers},
-            {"cpus_per_worker", resources.cpus_per_worker},
-            {"use_mpi", resources.use_mpi},
-            {"gpus_per_worker", resources.gpus_per_worker},
-            {"placement", resources.placement}}},
-          {"search",
-           {{"algorithm", search.algorithm},
-            {"seed", search.seed ? Json(*search.seed) : Json()},
-            {"params", search.params}}},
-          {"scheduler", {{"type", scheduler.type}, {"params", scheduler.params}}},
-          {"stop", stop_json},
-          {"param_space", param_space.to_json()},
-          {"points_to_evaluate", points_to_evaluate},
-          {"checkpoint",
-           {{"num_to_keep", checkpoint.num_to_keep},
-            {"score_attribute", checkpoint.score_attribute},
-            {"score_order", checkpoint.score_order},
-            {"shared_filesystem", checkpoint.shared_filesystem}}},
-          {"failure",
-           {{"max_failures", failure.max_failures},
-            {"result_timeout_s", failure.result_timeout_s ? Json(*failure.result_timeout_s) : Json()},
-            {"max_host_failures", failure.max_host_failures},
-            {"host_timeout_s", failure.host_timeout_s},
-            {"host_check_interval_s", failure.host_check_interval_s}}},
-          {"data", data},
-          {"preprocess", preprocess},
-          {"command", command}};
+  Json json = {{"name", name},
+               {"trainable", trainable},
+               {"metric", metric},
+               {"mode", mode},
+               {"objectives", objectives_to_json(objectives)},
+               {"search",
+                {{"algorithm", search.algorithm},
+                 {"seed", search.seed ? Json(*search.seed) : Json()},
+                 {"params", search.params}}},
+               {"scheduler", {{"type", scheduler.type}, {"params", scheduler.params}}},
+               {"stop", {{"metric_thresholds", stop.metric_thresholds}}},
+               {"param_space", param_space.to_json()},
+               {"points_to_evaluate", points_to_evaluate},
+               {"data", data},
+               {"preprocess", preprocess},
+               {"command", command}};
+  internal::fields_to_json(*this, json);  // counts, resources, stop criteria, checkpoint, failure
+  return json;
 }
 
 Json objectives_to_json(const std::vector<Objective>& objectives) {
@@ -337,14 +318,7 @@ SweepSpec SweepSpec::from_json(const Json& json) {
     s.metric = json.value("metric", s.metric);
     s.mode = json.value("mode", s.mode);
     s.objectives = objectives_from_json(json.value("objectives", Json::array()));
-    s.num_samples = integer_value(json, "num_samples", s.num_samples);
-    s.max_concurrent_trials = integer_value(json, "max_concurrent_trials", s.max_concurrent_trials);
-    const Json& r = section("resources");
-    s.resources.workers = integer_value(r, "workers", s.resources.workers);
-    s.resources.cpus_per_worker = integer_value(r, "cpus_per_worker", s.resources.cpus_per_worker);
-    s.resources.use_mpi = r.value("use_mpi", s.resources.use_mpi);
-    s.resources.gpus_per_worker = integer_value(r, "gpus_per_worker", s.resources.gpus_per_worker);
-    s.resources.placement = r.value("placement", s.resources.placement);
+    internal::fields_from_json(json, s);  // counts, resources, stop criteria, checkpoint, failure
     const Json& search = section("search");
     s.search.algorithm = search.value("algorithm", s.search.algorithm);
     if (search.contains("seed") && !search["seed"].is_null()) s.search.seed = integer_value<uint64_t>(search, "seed", 0);
@@ -352,28 +326,9 @@ SweepSpec SweepSpec::from_json(const Json& json) {
     const Json& scheduler = section("scheduler");
     s.scheduler.type = scheduler.value("type", s.scheduler.type);
     s.scheduler.params = scheduler.value("params", s.scheduler.params);
-    const Json& stop = section("stop");
-    if (stop.contains("training_iteration") && !stop["training_iteration"].is_null())
-      s.stop.training_iteration = integer_value<int64_t>(stop, "training_iteration", 0);
-    if (stop.contains("time_budget_s") && !stop["time_budget_s"].is_null())
-      s.stop.time_budget_s = stop["time_budget_s"].get<double>();
-    s.stop.metric_thresholds = stop.value("metric_thresholds", s.stop.metric_thresholds);
+    s.stop.metric_thresholds = section("stop").value("metric_thresholds", s.stop.metric_thresholds);
     if (json.contains("param_space")) s.param_space = SearchSpace::from_json(json["param_space"]);
     s.points_to_evaluate = json.value("points_to_evaluate", s.points_to_evaluate);
-    const Json& c = section("checkpoint");
-    s.checkpoint.num_to_keep = integer_value(c, "num_to_keep", s.checkpoint.num_to_keep);
-    s.checkpoint.score_attribute = c.value("score_attribute", s.checkpoint.score_attribute);
-    s.checkpoint.score_order = c.value("score_order", s.checkpoint.score_order);
-    s.checkpoint.shared_filesystem = c.value("shared_filesystem", s.checkpoint.shared_filesystem);
-    const Json& f = section("failure");
-    s.failure.max_failures = integer_value(f, "max_failures", s.failure.max_failures);
-    if (f.contains("result_timeout_s") && !f["result_timeout_s"].is_null())
-      s.failure.result_timeout_s = f["result_timeout_s"].get<double>();
-    s.failure.max_host_failures = integer_value(f, "max_host_failures", s.failure.max_host_failures);
-    if (f.contains("host_timeout_s") && f["host_timeout_s"].is_number())
-      s.failure.host_timeout_s = f["host_timeout_s"].get<double>();
-    if (f.contains("host_check_interval_s") && f["host_check_interval_s"].is_number())
-      s.failure.host_check_interval_s = f["host_check_interval_s"].get<double>();
     if (json.contains("data")) s.data = json["data"];
     if (json.contains("preprocess")) s.preprocess = json["preprocess"];
     if (json.contains("command")) s.command = json["command"];
