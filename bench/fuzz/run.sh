@@ -87,29 +87,74 @@ export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1:abort_
 export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$ROOT/tests/sanitizers/lsan.supp:print_suppressions=0}"
 rows=()
 total_findings=0
+# A timeout is a finding only when its input is slow on its own: on a loaded
+# box (other fuzzers, a build, the kernel reclaiming memory) libFuzzer's wall-
+# clock alarm can fire inside the allocator. Such an input is run again alone;
+# when it finishes inside the limit it is kept in findings/TARGET/stalls/ (not
+# counted as a finding) and fuzzing goes on for the rest of the target's time.
+TIMEOUT=10
+reproduces_slowly() {  # BINARY INPUT: 0 when the input alone runs past the limit (or fails)
+  local start=$SECONDS
+  if ! timeout $((TIMEOUT * 3)) "$1" -timeout="$TIMEOUT" -runs=1 "$2" >/dev/null 2>&1; then return 0; fi
+  [[ $((SECONDS - start)) -ge $TIMEOUT ]]
+}
+children_cpu_ticks() { awk '{print $16 + $17}' /proc/$$/stat; }  # cutime + cstime of waited-for children
 for target in "${targets[@]}"; do
   seeds="$ROOT/tests/fuzz/corpus/$target"
   corpus="$BUILD_DIR/corpus/$target"
   findings="$BUILD_DIR/findings/$target"
   out="$BUILD_DIR/fuzz-$target.log"
+  segment="$BUILD_DIR/fuzz-$target.segment.log"
+  binary="$BUILD_DIR/tests/fuzz/fuzz_$target"
   mkdir -p "$corpus" "$findings"
   note "fuzz_$target for ${SECONDS_EACH} s (log: $out)"
-  # New inputs go to the first directory (build-fuzz/corpus), never to the seeds.
-  set +e
-  "$BUILD_DIR/tests/fuzz/fuzz_$target" "$corpus" "$seeds" \
-    -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=1024 \
-    -print_final_stats=1 -artifact_prefix="$findings/" -seed="$SEED" >"$out" 2>&1
-  status=$?
-  set -e
-  # The last status line: "#N DONE cov: C ft: F corp: K/SIZE ... exec/s: E rss: M" (or the
-  # last pulse before a crash).
-  line="$(grep -aE '^#[0-9]+' "$out" | tail -n 1 || true)"
-  runs="$(grep -aoE 'stat::number_of_executed_units: [0-9]+' "$out" | grep -oE '[0-9]+$' || echo "${line%%[[:space:]]*}" | tr -d '#')"
-  execs="$(grep -oE 'exec/s: [0-9]+' <<<"$line" | grep -oE '[0-9]+' || echo 0)"
-  cov="$(grep -oE 'cov: [0-9]+' <<<"$line" | grep -oE '[0-9]+' || echo 0)"
-  ft="$(grep -oE 'ft: [0-9]+' <<<"$line" | grep -oE '[0-9]+' || echo 0)"
-  corp="$(grep -oE 'corp: [0-9]+' <<<"$line" | grep -oE '[0-9]+' || echo 0)"
-  found="$(find "$findings" -type f | wc -l)"
+  : >"$out"
+  marker="$BUILD_DIR/fuzz-$target.started"  # findings of this run are newer than it
+  touch "$marker"
+  target_start=$SECONDS
+  cpu_start="$(children_cpu_ticks)"
+  runs=0 stalls=0 status=0 last_line=""
+  while :; do
+    left=$((SECONDS_EACH - (SECONDS - target_start)))
+    [[ $left -lt 1 ]] && break
+    # New inputs go to the first directory (build-fuzz/corpus), never to the seeds.
+    set +e
+    "$binary" "$corpus" "$seeds" \
+      -max_total_time="$left" -timeout="$TIMEOUT" -rss_limit_mb=2048 -malloc_limit_mb=1024 \
+      -print_final_stats=1 -artifact_prefix="$findings/" -seed="$SEED" >"$segment" 2>&1
+    status=$?
+    set -e
+    cat "$segment" >>"$out"
+    # "#N DONE cov: C ft: F corp: K/SIZE ... exec/s: E" (or the last pulse before a finding)
+    line="$(grep -aE '^#[0-9]+' "$segment" | tail -n 1 || true)"
+    [[ -n "$line" ]] && last_line="$line"
+    segment_runs="$(grep -aoE 'stat::number_of_executed_units: [0-9]+' "$segment" | grep -oE '[0-9]+$' || true)"
+    [[ -z "$segment_runs" ]] && segment_runs="$(grep -oE '^#[0-9]+' <<<"$line" | tr -d '#' || true)"
+    runs=$((runs + ${segment_runs:-0}))
+    [[ $status -eq 0 ]] && break
+    # Only timeouts that do not reproduce let fuzzing go on.
+    stalled=""
+    for input in "$findings"/timeout-*; do
+      [[ -f "$input" && "$input" -nt "$marker" ]] || continue
+      if reproduces_slowly "$binary" "$input"; then stalled=""; break; fi
+      mkdir -p "$findings/stalls"
+      mv "$input" "$findings/stalls/"
+      stalled=yes
+    done
+    [[ -z "$stalled" ]] && break
+    stalls=$((stalls + 1))
+    note "fuzz_$target: a timeout its input does not reproduce alone (a stall of the box; kept in $findings/stalls/); going on"
+    status=0
+  done
+  rm -f "$segment"
+  fuzzed=$((SECONDS - target_start))
+  cpu=$((($(children_cpu_ticks) - cpu_start) / $(getconf CLK_TCK)))
+  execs=$((runs / (fuzzed > 0 ? fuzzed : 1)))
+  cov="$(grep -oE 'cov: [0-9]+' <<<"$last_line" | grep -oE '[0-9]+' || echo 0)"
+  ft="$(grep -oE 'ft: [0-9]+' <<<"$last_line" | grep -oE '[0-9]+' || echo 0)"
+  corp="$(grep -oE 'corp: [0-9]+' <<<"$last_line" | grep -oE '[0-9]+' || echo 0)"
+  found="$(find "$findings" -maxdepth 1 -type f -newer "$marker" | wc -l)"
+  rm -f "$marker"
   if [[ $status -ne 0 && $found -eq 0 ]]; then
     found=1  # it died without writing an input (e.g. in initialization)
     note "fuzz_$target exited $status without a finding file; see $out"
@@ -119,18 +164,20 @@ for target in "${targets[@]}"; do
     grep -aE 'ERROR: |FUZZ FINDING|runtime error|SUMMARY' "$out" | head -n 5 >&2 || true
   fi
   total_findings=$((total_findings + found))
-  rows+=("$target ${runs:-0} $execs $cov $ft $corp $found")
+  rows+=("$target $fuzzed $cpu $runs $execs $cov $ft $corp $found $stalls")
 done
 
 # --- table and JSON
 printf '\nfuzzing, %s s per target (clang -fsanitize=fuzzer,address,undefined; %s cores)\n' "$SECONDS_EACH" "$(nproc)"
-printf '%-12s %12s %10s %10s %10s %8s %9s\n' target runs execs/s coverage features corpus findings
+printf '%-12s %8s %8s %12s %8s %9s %9s %7s %9s %7s\n' target seconds cpu_s runs execs/s coverage features corpus findings stalls
 json=""
 for row in "${rows[@]}"; do
-  read -r target runs execs cov ft corp found <<<"$row"
-  printf '%-12s %12s %10s %10s %10s %8s %9s\n' "$target" "$runs" "$execs" "$cov" "$ft" "$corp" "$found"
-  json+="${json:+,}\"$target\":{\"runs\":$runs,\"execs_per_s\":$execs,\"coverage\":$cov,\"features\":$ft,\"corpus\":$corp,\"findings\":$found}"
+  read -r target fuzzed cpu runs execs cov ft corp found stalls <<<"$row"
+  printf '%-12s %8s %8s %12s %8s %9s %9s %7s %9s %7s\n' "$target" "$fuzzed" "$cpu" "$runs" "$execs" "$cov" "$ft" "$corp" "$found" "$stalls"
+  json+="${json:+,}\"$target\":{\"seconds\":$fuzzed,\"cpu_seconds\":$cpu,\"runs\":$runs,\"execs_per_s\":$execs,\"coverage\":$cov,\"features\":$ft,\"corpus\":$corp,\"findings\":$found,\"stalls\":$stalls}"
 done
-printf 'coverage: edges covered (libFuzzer cov:), corpus: inputs kept; findings: %s/findings/TARGET/\n' "$BUILD_DIR"
+printf 'seconds: wall time fuzzed; cpu_s: CPU time the fuzzer got (less than seconds on a shared box);\n'
+printf 'coverage: edges covered (libFuzzer cov:); corpus: inputs kept; findings: %s/findings/TARGET/;\n' "$BUILD_DIR"
+printf 'stalls: timeouts whose input ran inside the limit when run again alone (findings/TARGET/stalls/)\n'
 printf '{"benchmark":"fuzz","seconds_per_target":%s,"cores":%s,"figures":{%s}}\n' "$SECONDS_EACH" "$(nproc)" "$json"
 [[ $total_findings -eq 0 ]]

@@ -139,6 +139,12 @@ TEST(SweepSpecErrors, InvalidYamlNamesTheLineOfTheSyntaxError) {
 TEST(SweepSpecErrors, TopLevelMustBeAMapping) {
   EXPECT_THAT(error_of("- a\n- b\n"), StartsWith("sweep.yaml:1: a sweep file must be a mapping"));
   EXPECT_THAT(error_of(""), StartsWith("sweep.yaml:1: a sweep file must be a mapping"));
+  // A plain scalar over lines (a blank line folds to a newline) is quoted on one line
+  // (error_of checks), cut at 80 bytes (a finding of the fuzz hour).
+  EXPECT_EQ(error_of("tr21m_s\xf0\xa0\x97\x9ainp\n\nparp\n"),
+            "sweep.yaml:1: a sweep file must be a mapping with at least trainable and param_space, got "
+            "'tr21m_s\xf0\xa0\x97\x9ainp\\nparp'");
+  EXPECT_THAT(error_of(std::string(200, 'a') + "\n"), ::testing::EndsWith(std::string(80, 'a') + "...'"));
 }
 
 // trainable: {command: [...]}: the spec keeps the program, its folder

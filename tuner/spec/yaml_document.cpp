@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/json.h"
 
 namespace tune::internal {
 namespace {
@@ -434,7 +435,8 @@ std::string describe_kind(const OrderedJson& value) {
   if (value.is_object()) return "a mapping";
   if (value.is_array()) return "a list";
   if (value.is_null()) return "nothing";
-  return "'" + (value.is_string() ? value.get<std::string>() : value.dump()) + "'";
+  // Quoted on one line and cut: a multi-line or long scalar must not make the error span lines.
+  return "'" + one_line(value.is_string() ? value.get<std::string>() : value.dump(), 80) + "'";
 }
 
 }  // namespace tune::internal
