@@ -2,6 +2,8 @@
 // lists, the hosts of a Slurm allocation and which names are this machine.
 #include "tuner/exec/hosts.h"
 
+#include <sys/wait.h>
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -11,6 +13,7 @@
 
 #include "base/error.h"
 #include "test_util.h"
+#include "tuner/exec/host_checks.h"
 
 namespace tune::internal {
 namespace {
@@ -292,6 +295,39 @@ TEST(Hosts, IsLocalHost) {
   EXPECT_FALSE(is_local_host("10.0.0.1"));
   EXPECT_FALSE(is_local_host(own + "x"));
   EXPECT_FALSE(is_local_host(""));
+}
+
+// A driver killed with -9 during its host checks leaves /tmp/tune-checks-XXXXXX;
+// the next driver removes it, and nothing else: not a folder whose driver
+// runs, not one holding another file, not one without an owner, not a link.
+TEST(HostCheckFolders, OnlyAbandonedFoldersOfCheckLogsAreRemoved) {
+  tune::testing::TempDir tmp;
+  const std::filesystem::path root = tmp.path();
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ASSERT_GT(child, 0);
+  ASSERT_EQ(::waitpid(child, nullptr, 0), child);  // a pid that is gone
+  auto folder = [&](const std::string& name, long long owner, std::vector<std::string> files) {
+    std::filesystem::create_directories(root / name);
+    if (owner) std::ofstream(root / name / "owner") << owner << "\n";
+    for (const auto& file : files) std::ofstream(root / name / file) << "x";
+    return root / name;
+  };
+  const auto abandoned = folder("tune-checks-aB3dE6", child, {"check_0.log", "check_12.log"});
+  const auto running = folder("tune-checks-xYz123", ::getpid(), {"check_0.log"});
+  const auto other_file = folder("tune-checks-q1w2e3", child, {"check_0.log", "model.pt"});
+  const auto no_owner = folder("tune-checks-r4t5y6", 0, {"check_0.log"});
+  const auto other_name = folder("my-checks-u7i8o9", child, {"check_0.log"});
+  const auto target = folder("elsewhere", child, {"check_0.log"});
+  std::filesystem::create_directory_symlink(target, root / "tune-checks-lInK00");
+
+  EXPECT_EQ(HostChecks::remove_abandoned_folders(root.string()), 1);
+  EXPECT_FALSE(std::filesystem::exists(abandoned));
+  for (const auto& kept : {running, other_file, no_owner, other_name, target})
+    EXPECT_TRUE(std::filesystem::exists(kept / "check_0.log")) << kept;
+  EXPECT_TRUE(std::filesystem::is_symlink(root / "tune-checks-lInK00"));
+  EXPECT_EQ(HostChecks::remove_abandoned_folders(root.string()), 0);
+  EXPECT_EQ(HostChecks::remove_abandoned_folders((root / "missing").string()), 0);
 }
 
 }  // namespace

@@ -50,6 +50,12 @@ class HostChecks {
   // Kills every check still running (the executor shuts down).
   void kill_all();
 
+  // Removes the check-log folders (FOLDER/tune-checks-XXXXXX) that a driver
+  // killed with -9 left: only folders whose `owner` file names a process that
+  // is gone and that hold nothing but check logs and that file. Returns how
+  // many were removed. Run before each driver's first check.
+  static int remove_abandoned_folders(const std::string& folder);
+
  private:
   struct Probe {
     HostCheckRequest request;
