@@ -89,9 +89,7 @@ class Pb2Scheduler : public PbtScheduler {
   double history(double t, std::vector<std::vector<double>>* xs, std::vector<double>* ys) const {
     const size_t d = bounds_.size();
     double t_max = t;
-    for (const auto& [trial, m] : members()) {
-      for (const auto& h : m.history) t_max = std::max(t_max, h.first);
-    }
+    for (const auto& [trial, m] : members()) t_max = std::max(t_max, m.history_t_max);
     for (const auto& [trial, m] : members()) {
       std::vector<double> x(d + 1);
       for (size_t i = 0; i < d; ++i) {
@@ -100,7 +98,7 @@ class Pb2Scheduler : public PbtScheduler {
       }
       // The config in force is the member's current one; older steps may have
       // used another (before an exploit); the recent window matters most.
-      const size_t window = std::min<size_t>(m.history.size(), 8);
+      const size_t window = std::min<size_t>(m.history.size(), kHistory);
       for (size_t k = m.history.size() - window + (window > 0 ? 1 : 0); k < m.history.size(); ++k) {
         const double dt = m.history[k].first - m.history[k - 1].first;
         if (dt <= 0) continue;

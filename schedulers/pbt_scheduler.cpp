@@ -103,9 +103,11 @@ void PbtScheduler::on_trial_add(int64_t trial, const Json& config) {
   if (!members_.count(trial)) members_[trial].config = config;
 }
 
+void PbtScheduler::on_trial_restored(int64_t trial, const Json& config) { members_[trial].config = config; }
+
 void PbtScheduler::on_checkpoint(int64_t trial, int64_t iteration) {
   Member& m = members_[trial];
-  m.has_checkpoint = true;
+  update(trial, m, [](Member& member) { member.has_checkpoint = true; });
   m.checkpoint_iteration = iteration;
 }
 
@@ -113,8 +115,10 @@ TrialDecision PbtScheduler::on_result(int64_t trial, const Json& result) {
   Member& m = members_[trial];
   double t = 0, value = 0;
   if (!number_at(result, time_attr_, &t) || !number_at(result, metric_, &value)) return TrialDecision::next();
-  m.score = sign_ * value;
+  update(trial, m, [&](Member& member) { member.score = sign_ * value; });
   m.history.emplace_back(t, m.score);
+  if (m.history.size() > kHistory) m.history.erase(m.history.begin());
+  m.history_t_max = std::max(m.history_t_max, t);
   m.now = t;
   if (t < burn_in_ || t - m.last_perturb < interval_) return TrialDecision::next();
   m.last_perturb = t;
@@ -199,7 +203,8 @@ Json PbtScheduler::save_state() const {
                        {"last_perturb", m.last_perturb}, {"has_checkpoint", m.has_checkpoint}, {"alive", m.alive},
                        {"waiting", m.waiting}, {"paused", m.paused}, {"paused_at", m.paused_at}, {"now", m.now},
                        {"checkpoint_iteration", m.checkpoint_iteration},
-                       {"plan", plan}, {"history", m.history}});
+                       {"plan", plan}, {"history", m.history},
+                       {"history_t_max", m.history_t_max}});
   }
   std::ostringstream rng;
   rng << rng_;
@@ -208,6 +213,8 @@ Json PbtScheduler::save_state() const {
 
 void PbtScheduler::restore_state(const Json& state) {
   members_.clear();
+  ranked_.clear();
+  donors_.clear();
   time_shared_.clear();
   for (const Json& j : state.at("members")) {
     Member& m = members_[json_integer<int64_t>(j.at("trial"))];
@@ -224,17 +231,35 @@ void PbtScheduler::restore_state(const Json& state) {
       m.plan = TrialDecision{static_cast<TrialAction>(json_integer<int>(j["plan"].at("action"))),
                              json_integer<int64_t>(j["plan"].at("donor")), j["plan"]["config"]};
     m.history = j.at("history").get<std::vector<std::pair<double, double>>>();
+    // Absent in states saved before the history was capped: its latest time.
+    for (const auto& h : m.history) m.history_t_max = std::max(m.history_t_max, h.first);
+    if (j.contains("history_t_max")) m.history_t_max = j.at("history_t_max").get<double>();
+    if (m.history.size() > kHistory)
+      m.history.erase(m.history.begin(), m.history.end() - static_cast<std::ptrdiff_t>(kHistory));
     // Absent in states saved before it: the time of the latest result.
     m.now = j.contains("now") ? j.at("now").get<double>() : (m.history.empty() ? 0 : m.history.back().first);
   }
+  for (auto& [trial, m] : members_) update(trial, m, [](Member&) {});
   std::istringstream rng(state.at("rng").get<std::string>());
   rng >> rng_;
   more_trials_ = state.value("more_trials", true);
 }
 
+void PbtScheduler::update(int64_t trial, Member& m, const std::function<void(Member&)>& change) {
+  if (m.alive && !std::isnan(m.score)) {
+    ranked_.erase({m.score, trial});
+    donors_.erase({m.score, trial});
+  }
+  change(m);
+  if (m.alive && !std::isnan(m.score)) {
+    ranked_.insert({m.score, trial});
+    if (m.has_checkpoint) donors_.insert({m.score, trial});
+  }
+}
+
 void PbtScheduler::end(int64_t trial) {
   Member& m = members_[trial];
-  m.alive = false;
+  update(trial, m, [](Member& member) { member.alive = false; });
   m.waiting = false;
   set_time_shared(trial, m, std::nullopt);
   if (synch_) plan_if_all_waiting();
@@ -242,44 +267,34 @@ void PbtScheduler::end(int64_t trial) {
 
 // Ray's rule: the live trials with a score, ranked by (score, index); the
 // bottom and the top ceil(n * fraction) of them (at most half) are the lower
-// and upper quantiles. Returns the upper one, ascending, if `trial` is in the
-// lower one, else nothing. Linear but for sorting the upper quantile, which
-// only a trial in the lower one needs: with time sharing every member of a
-// large population is live and ranked at each boundary.
-std::vector<int64_t> PbtScheduler::upper_quantile_if_lower(int64_t trial) const {
+// and upper quantiles. A trial in the lower one clones a random member of the
+// upper one that has a checkpoint (and is not itself). In O(log n): the
+// trial's rank and the upper quantile's first key come from ranked_, the
+// donors at or above that key from donors_ (ascending, as Ray lists them).
+std::optional<int64_t> PbtScheduler::donor_for(int64_t trial) {
   const auto self = members_.find(trial);
-  if (self == members_.end() || !self->second.alive || std::isnan(self->second.score)) return {};
-  std::vector<std::pair<double, int64_t>> ranked;
-  ranked.reserve(members_.size());
-  for (const auto& [index, m] : members_) {
-    if (m.alive && !std::isnan(m.score)) ranked.emplace_back(m.score, index);
-  }
-  if (ranked.size() <= 1) return {};
-  auto n = static_cast<size_t>(std::ceil(static_cast<double>(ranked.size()) * quantile_));
-  n = std::min(n, ranked.size() / 2);
-  const std::pair<double, int64_t> key{self->second.score, trial};
-  const auto below = static_cast<size_t>(
-      std::count_if(ranked.begin(), ranked.end(), [&key](const std::pair<double, int64_t>& r) { return r < key; }));
-  if (below >= n) return {};
-  const auto top = ranked.end() - static_cast<std::ptrdiff_t>(n);
-  std::nth_element(ranked.begin(), top, ranked.end());
-  std::sort(top, ranked.end());
-  std::vector<int64_t> upper;
-  for (auto it = top; it != ranked.end(); ++it) upper.push_back(it->second);
-  return upper;
+  if (self == members_.end() || !self->second.alive || std::isnan(self->second.score)) return std::nullopt;
+  const size_t ranked = ranked_.size();
+  if (ranked <= 1) return std::nullopt;
+  auto n = static_cast<size_t>(std::ceil(static_cast<double>(ranked) * quantile_));
+  n = std::min(n, ranked / 2);
+  if (ranked_.order_of_key({self->second.score, trial}) >= n) return std::nullopt;  // not in the lower quantile
+  // The trial itself is below the upper quantile (n <= ranked / 2), never its own donor.
+  const size_t first = donors_.order_of_key(*ranked_.find_by_order(ranked - n));
+  const size_t count = donors_.size() - first;
+  if (count == 0) return std::nullopt;
+  const size_t pick = std::uniform_int_distribution<size_t>(0, count - 1)(rng_);
+  return donors_.find_by_order(first + pick)->second;
 }
 
 TrialDecision PbtScheduler::decide(int64_t trial, double t) {
-  const std::vector<int64_t> upper = upper_quantile_if_lower(trial);
-  std::vector<int64_t> donors;
-  for (int64_t u : upper) {
-    if (members_[u].has_checkpoint && u != trial) donors.push_back(u);
-  }
-  if (donors.empty()) return TrialDecision::next();
-  const int64_t donor = donors[std::uniform_int_distribution<size_t>(0, donors.size() - 1)(rng_)];
+  const std::optional<int64_t> chosen = donor_for(trial);
+  if (!chosen) return TrialDecision::next();
+  const int64_t donor = *chosen;
   Json config = explore(members_[donor].config, t);
   members_[trial].config = config;
-  members_[trial].score = members_[donor].score;  // it now continues from the donor's state
+  const double donor_score = members_[donor].score;
+  update(trial, members_[trial], [donor_score](Member& m) { m.score = donor_score; });  // it continues from the donor's state
   // ... and from the donor's time (the driver restores the donor's
   // iteration), so it keeps the donor's perturbation clock, as Ray does;
   // except from a donor behind it: then its next perturbation waits until it

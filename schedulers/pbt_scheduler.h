@@ -16,6 +16,9 @@
 // Ray does: a population larger than the slots advances together).
 #pragma once
 
+#include <ext/pb_ds/assoc_container.hpp>
+#include <ext/pb_ds/tree_policy.hpp>
+#include <functional>
 #include <map>
 #include <optional>
 #include <random>
@@ -40,6 +43,7 @@ class PbtScheduler : public Scheduler {
   PbtScheduler(const Json& params, const std::string& metric, const std::string& mode);
 
   void on_trial_add(int64_t trial, const Json& config) override;
+  void on_trial_restored(int64_t trial, const Json& config) override;
   void on_checkpoint(int64_t trial, int64_t) override;
   void on_trial_complete(int64_t trial, const Json&) override { end(trial); }
   void on_trial_error(int64_t trial) override { end(trial); }
@@ -64,8 +68,10 @@ class PbtScheduler : public Scheduler {
     bool paused = false;                // async: gave its slot up at the boundary (time sharing)
     double paused_at = 0;               // ... at this time_attr
     std::optional<TrialDecision> plan;  // what happens when it resumes (synch or time sharing)
-    // (time, score) at each result (PB2 fits its model on them).
+    // (time, score) of its latest kHistory results (PB2 fits its model on
+    // them), and the latest time of any result it had.
     std::vector<std::pair<double, double>> history;
+    double history_t_max = 0;
   };
 
   // For subclasses: reads the common keys; `keys` lists every key the
@@ -78,6 +84,7 @@ class PbtScheduler : public Scheduler {
   virtual Json explore(const Json& donor_config, double t);
 
   const std::map<int64_t, Member>& members() const { return members_; }
+  static constexpr size_t kHistory = 8;  // results of each member kept (PB2's window)
   std::mt19937_64& rng() { return rng_; }
 
  private:
@@ -91,10 +98,14 @@ class PbtScheduler : public Scheduler {
 
   void parse_mutations(const SchedulerParams& p);
   void end(int64_t trial);
-  std::vector<int64_t> upper_quantile_if_lower(int64_t trial) const;
+  // A random member of the upper quantile with a checkpoint if `trial` is in the lower one.
+  std::optional<int64_t> donor_for(int64_t trial);
   TrialDecision decide(int64_t trial, double t);
   void plan_if_all_waiting();
   void set_time_shared(int64_t trial, Member& m, std::optional<double> at);
+  // Changes a member's score, liveness or checkpoint through `change`, keeping ranked_ and
+  // donors_ true.
+  void update(int64_t trial, Member& m, const std::function<void(Member&)>& change);
 
   std::string time_attr_, metric_;
   double sign_ = -1, interval_ = 60, burn_in_ = 0, quantile_ = 0.25, resample_ = 0.25;
@@ -104,6 +115,13 @@ class PbtScheduler : public Scheduler {
   std::set<std::pair<double, int64_t>> time_shared_;  // (paused_at, trial) of the members paused by time sharing
   std::vector<Mutation> mutations_;
   std::map<int64_t, Member> members_;
+  // (score, trial) of the live members with a score, in order, with ranks
+  // (libstdc++'s order-statistics tree), and of those of them with a
+  // checkpoint: a decision finds a trial's rank and picks its donor in
+  // O(log n) instead of ranking the population.
+  using Ranking = __gnu_pbds::tree<std::pair<double, int64_t>, __gnu_pbds::null_type, std::less<std::pair<double, int64_t>>,
+                                   __gnu_pbds::rb_tree_tag, __gnu_pbds::tree_order_statistics_node_update>;
+  Ranking ranked_, donors_;
   std::mt19937_64 rng_;
 };
 

@@ -80,8 +80,13 @@ class Scheduler {
   // a decision. Default: true (every result may be decided on).
   virtual bool may_decide(int64_t /*trial_index*/, int64_t /*training_iteration*/) const { return true; }
   // State to persist for `tune resume` (null if stateless) and its restore.
+  // The driver saves it with every batch that pauses a trial, else at most
+  // once a second: a restored state may be that much older than the store.
   virtual Json save_state() const { return nullptr; }
   virtual void restore_state(const Json& /*state*/) {}
+  // After restore_state(), each trial the store holds that is not final, with
+  // the config it runs with: an exploit after the state was saved changed it.
+  virtual void on_trial_restored(int64_t /*trial_index*/, const Json& /*config*/) {}
 };
 
 // type: one of scheduler_names(). params: the type's keys (README documents

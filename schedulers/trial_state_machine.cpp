@@ -12,6 +12,7 @@ void TrialStateMachine::add(int64_t trial, TrialStatus status, bool queued) {
   if (status == TrialStatus::kRunning) {
     throw Error("trial " + std::to_string(trial) + " cannot enter RUNNING: it enters PENDING and starts");
   }
+  ++version_;
   status_[trial] = status;
   if (status == TrialStatus::kPaused) paused_.insert(trial);
   if (status == TrialStatus::kPending && queued) queued_.push_back(trial);
@@ -44,6 +45,7 @@ void TrialStateMachine::move(int64_t trial, std::initializer_list<TrialStatus> f
   }
   if (s == TrialStatus::kPending || s == TrialStatus::kPaused) leave_queues(trial);
   s = to;
+  ++version_;
 }
 
 void TrialStateMachine::start(int64_t trial) {
@@ -88,7 +90,7 @@ TrialStateMachine::Next TrialStateMachine::next(Scheduler& scheduler, const std:
     for (int64_t trial : queued_) {
       if (!busy(trial)) return {Next::kStart, trial};
     }
-    if (!queued_.empty()) return {};  // retries wait for their old attempt
+    if (!queued_.empty()) return {Next::kWait};  // retries wait for their old attempt
     std::vector<int64_t> candidates;
     for (int64_t trial : paused_)
       if (!busy(trial)) candidates.push_back(trial);
@@ -116,6 +118,7 @@ TrialStateMachine::Next TrialStateMachine::next(Scheduler& scheduler, const std:
 void TrialStateMachine::no_more_trials(Scheduler& scheduler) {
   if (no_more_trials_) return;
   no_more_trials_ = true;
+  ++version_;
   // Schedulers waiting for more trials (a HyperBand bracket that will not
   // fill up) decide with what they have.
   scheduler.on_no_more_trials();

@@ -64,9 +64,11 @@ class TrialStateMachine {
   // and the look repeats), else a new trial if the scheduler takes one.
   // The caller starts kStart's trial; for kNew it adds the searcher's next
   // trial, or, when the searcher has none, calls no_more_trials() and asks
-  // again.
+  // again. kWait: nothing to start, because every queued trial waits for its
+  // previous attempt to end (the answer stays until the machine changes,
+  // version(), or an attempt ends).
   struct Next {
-    enum Kind { kNone, kStart, kNew } kind = kNone;
+    enum Kind { kNone, kStart, kNew, kWait } kind = kNone;
     int64_t trial = -1;
   };
   Next next(Scheduler& scheduler, const std::function<bool(int64_t)>& busy,
@@ -78,6 +80,8 @@ class TrialStateMachine {
   bool no_more_trials() const { return no_more_trials_; }
 
   const std::deque<int64_t>& queued() const { return queued_; }
+  // Changes with every change of a trial's status or of the queues.
+  uint64_t version() const { return version_; }
   const std::set<int64_t>& paused() const { return paused_; }
 
  private:
@@ -89,6 +93,7 @@ class TrialStateMachine {
   std::deque<int64_t> queued_;  // PENDING trials waiting for a slot: retries and exploits first
   std::set<int64_t> paused_;    // PAUSED, ascending (choose_trial_to_run's order)
   bool no_more_trials_ = false;
+  uint64_t version_ = 0;
 };
 
 }  // namespace tune

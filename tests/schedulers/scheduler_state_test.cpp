@@ -77,6 +77,59 @@ TEST(SchedulerState, APbtStateFromBeforeTimeSharingRestores) {
   EXPECT_EQ(d.donor, 0);
 }
 
+// The driver saves PBT's state at most once a second, not with each exploit:
+// a resume hands each restored trial's stored config (after an exploit the
+// state may predate) to the scheduler, and that config is what a later
+// exploit of it as a donor explores from.
+TEST(SchedulerState, ARestoredPbtTakesEachTrialsStoredConfig) {
+  const Json params = {{"time_attr", "training_iteration"}, {"perturbation_interval", 2}, {"quantile_fraction", 0.5},
+                       {"resample_probability", 0}, {"perturbation_factors", {2.0, 2.0}},
+                       {"hyperparam_mutations", {{"x", {{"uniform", {0, 1}}}}}}};
+  auto a = make_scheduler("pbt", params, "loss", "min");
+  for (int i = 0; i < 3; ++i) a->on_trial_add(i, {{"x", 0.1}});
+  for (int i = 0; i < 3; ++i) {
+    a->on_checkpoint(i, 1);
+    (void)a->on_result(i, {{"training_iteration", 1}, {"loss", 0.1 * (3 - i)}});  // trial 2 best
+  }
+  const Json saved = Json::parse(a->save_state().dump());
+  for (const double stored : {0.1, 0.3}) {
+    auto b = make_scheduler("pbt", params, "loss", "min");
+    b->restore_state(saved);
+    b->on_trial_restored(2, {{"x", stored}});  // an exploit after the save gave it this config
+    b->on_checkpoint(0, 2);
+    TrialDecision d = b->on_result(0, {{"training_iteration", 2}, {"loss", 0.9}});  // worst, at its boundary
+    ASSERT_EQ(d.action, TrialAction::kExploit);
+    EXPECT_EQ(d.donor, 2);
+    EXPECT_DOUBLE_EQ(d.new_config.at("x").get<double>(), 2 * stored) << "explored from the stored config";
+  }
+}
+
+// PBT keeps the latest 8 results of each member (PB2's window) and the latest
+// time of all: its state and memory do not grow with a trial's length.
+TEST(SchedulerState, PbtKeepsABoundedHistoryPerMember) {
+  auto a = iteration_pbt(1000);
+  a->on_trial_add(0, {{"x", 0.5}});
+  for (int i = 1; i <= 100; ++i) (void)a->on_result(0, {{"training_iteration", i}, {"loss", 1.0 / i}});
+  const Json state = a->save_state();
+  ASSERT_EQ(state.at("members").size(), 1u);
+  const Json& member = state["members"][0];
+  ASSERT_EQ(member.at("history").size(), 8u);
+  EXPECT_EQ(member["history"][0][0], 93);
+  EXPECT_EQ(member["history"][7][0], 100);
+  EXPECT_EQ(member.at("history_t_max"), 100);
+  // A state saved before the cap (the whole history, no history_t_max) restores to the same.
+  Json old = state;
+  old["members"][0].erase("history_t_max");
+  Json full = Json::array();
+  for (int i = 1; i <= 100; ++i) full.push_back({i, -1.0 / i});
+  old["members"][0]["history"] = full;
+  auto b = iteration_pbt(1000);
+  b->restore_state(old);
+  const Json again = b->save_state();
+  EXPECT_EQ(again["members"][0]["history"].size(), 8u);
+  EXPECT_EQ(again["members"][0]["history_t_max"], 100);
+}
+
 TEST(SchedulerState, RestoredSchedulersContinueTheSameDecisions) {
   expect_restore_continues("asha", {{"reduction_factor", 3}, {"max_t", 27}, {"brackets", 2}});
   expect_restore_continues("asha", {{"reduction_factor", 3}, {"max_t", 27}, {"promotion", true}});

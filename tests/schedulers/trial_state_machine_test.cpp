@@ -117,11 +117,53 @@ TEST(TrialStateMachine, ARetryWaitsForItsOldAttemptAndHoldsBackPausedAndNewTrial
   m.start(3);
   m.retry(3);
   auto busy3 = [](int64_t t) { return t == 3; };
-  EXPECT_EQ(m.next(s, busy3, nullptr, kAllCheckpointed).kind, Next::kNone);
+  const uint64_t version = m.version();
+  EXPECT_EQ(m.next(s, busy3, nullptr, kAllCheckpointed).kind, Next::kWait) << "waits for trial 3's old attempt";
   EXPECT_TRUE(s.offered.empty());
+  EXPECT_EQ(m.version(), version) << "a look changes nothing";
   const Next next = m.next(s, kNeverBusy, nullptr, kAllCheckpointed);
   EXPECT_EQ(next.kind, Next::kStart);
   EXPECT_EQ(next.trial, 3);
+}
+
+// version() changes with every move and queue change (the driver keeps a
+// kWait answer until it does or an attempt ends), and with no_more_trials.
+TEST(TrialStateMachine, ItsVersionChangesWithEveryChange) {
+  TrialStateMachine m;
+  Scripted s;
+  std::vector<uint64_t> versions = {m.version()};
+  auto changed = [&] {
+    const bool moved = m.version() != versions.back();
+    versions.push_back(m.version());
+    return moved;
+  };
+  m.add(0);
+  EXPECT_TRUE(changed());
+  m.start(0);
+  EXPECT_TRUE(changed());
+  m.pause(0);
+  EXPECT_TRUE(changed());
+  m.start(0);
+  EXPECT_TRUE(changed());
+  m.retry(0);
+  EXPECT_TRUE(changed());
+  m.start(0);
+  EXPECT_TRUE(changed());
+  m.requeue(0);
+  EXPECT_TRUE(changed());
+  m.add(1);
+  m.start(1);
+  m.terminate(1);
+  EXPECT_TRUE(changed());
+  m.add(2);
+  m.start(2);
+  m.fail(2);
+  EXPECT_TRUE(changed());
+  m.no_more_trials(s);
+  EXPECT_TRUE(changed());
+  (void)m.status(0);
+  (void)m.next(s, kNeverBusy, nullptr, kAllCheckpointed);
+  EXPECT_FALSE(changed()) << "looking is not a change";
 }
 
 TEST(TrialStateMachine, ThePausedTrialTheSchedulerPicksResumesUnlessItsResumeEndsOrExploitsIt) {

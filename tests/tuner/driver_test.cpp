@@ -297,25 +297,115 @@ TEST(DriverRunAhead, NeverWithAMetricThresholdACautiousSchedulerOrTheOptionOff) 
   }
 }
 
-// The next new trial's folder is made after a batch's answers, off the start
-// of the next trial; a folder no trial came to use is gone after the sweep.
-TEST(DriverStart, MakesTheNextTrialsFolderAheadAndRemovesItIfUnused) {
+// A scheduler whose state takes `cost` seconds (of the fake clock) to save.
+class CostlyStateScheduler : public ScriptedScheduler {
+ public:
+  CostlyStateScheduler(FakeClock& clock, double cost, std::map<int64_t, std::deque<TrialDecision>> script)
+      : ScriptedScheduler(std::move(script)), clock_(clock), cost_(cost) {}
+  Json save_state() const override {
+    saves += 1;
+    clock_.advance(cost_);
+    return Json::object();
+  }
+  void on_trial_restored(int64_t trial, const Json& config) override { restored[trial] = config; }
+  mutable int saves = 0;
+  std::map<int64_t, Json> restored;
+
+ private:
+  FakeClock& clock_;
+  double cost_;
+};
+
+// The scheduler's state is saved at most once a second, and no more often
+// than keeps its saves under ~5 % of the time (a state that grows with the
+// trials seen must not take over the loop); a pause is saved with its batch.
+TEST(DriverState, SavesTheSchedulersStateLessOftenWhenItIsCostlyButAPauseAtOnce) {
+  Harness h;
+  auto scheduler = std::make_unique<CostlyStateScheduler>(
+      h.clock, 0.5, std::map<int64_t, std::deque<TrialDecision>>{{0, {}}, {1, {TrialDecision::pause()}}});
+  CostlyStateScheduler* costly = scheduler.get();
+  h.open(spec_of(2), 2, std::move(scheduler));
+  ASSERT_TRUE(h.step());
+  const int at_open = costly->saves;
+  // Results every 0.1 s for 9 s: after the first save (0.5 s), the next is due 19 x 0.5 = 9.5 s later.
+  int64_t iteration = 0;
+  h.clock.advance(1.0);
+  h.fake->report({0, 1}, {{"loss", 1.0}});
+  ASSERT_TRUE(h.step());
+  EXPECT_EQ(costly->saves, at_open + 1) << "a second has passed";
+  for (iteration = 0; iteration < 85; ++iteration) {
+    h.clock.advance(0.1);
+    h.fake->report({0, 1}, {{"loss", 1.0}});
+    ASSERT_TRUE(h.step());
+  }
+  EXPECT_EQ(costly->saves, at_open + 1) << "9 s after a save that took 0.5 s";
+  h.clock.advance(0.5);
+  h.fake->report({0, 1}, {{"loss", 1.0}});
+  ASSERT_TRUE(h.step());
+  EXPECT_EQ(costly->saves, at_open + 2) << "9.5 s after it";
+  h.fake->report({1, 1}, {{"loss", 1.0}});  // trial 1 pauses: saved with its batch
+  ASSERT_TRUE(h.step());
+  EXPECT_EQ(costly->saves, at_open + 3);
+  EXPECT_EQ(h.status(1), kPaused);
+}
+
+// An exploit does not save the scheduler's state with its batch (PBT exploits
+// in most batches of a large population); a resume hands the restored
+// scheduler each trial's stored config, the exploited one included.
+TEST(DriverState, AnExploitIsNotASaveAndAResumeHandsTheStoredConfigsToTheScheduler) {
+  TempDir store;
+  {
+    Harness h(store.path());
+    auto scheduler = std::make_unique<CostlyStateScheduler>(
+        h.clock, 0.5, std::map<int64_t, std::deque<TrialDecision>>{{1, {TrialDecision::next(), TrialDecision::exploit(0, {{"x", 0.25}})}}});
+    CostlyStateScheduler* costly = scheduler.get();
+    h.open(spec_of(2), 2, std::move(scheduler));
+    ASSERT_TRUE(h.step());
+    h.clock.advance(1.0);
+    h.fake->report({0, 1}, {{"loss", 0.1}}, h.checkpoint("c0", "donor"));
+    h.fake->report({1, 1}, {{"loss", 0.9}});
+    ASSERT_TRUE(h.step());
+    const int saves = costly->saves;
+    h.clock.advance(0.1);
+    h.fake->report({1, 1}, {{"loss", 0.9}});  // exploits trial 0
+    ASSERT_TRUE(h.step());
+    ASSERT_EQ(h.driver->store().exploits(h.driver->experiment_id()).size(), 1u);
+    EXPECT_EQ(costly->saves, saves) << "the exploit's batch saved the state";
+    h.interrupt = 1;
+    ASSERT_TRUE(h.step());
+    h.fake->end_all();
+    while (h.step()) {
+    }
+    h.finish();
+  }
+  Harness resumed(store.path());
+  auto stored = Store::open(store.path())->find_experiment("fake");
+  auto scheduler = std::make_unique<CostlyStateScheduler>(resumed.clock, 0, std::map<int64_t, std::deque<TrialDecision>>{});
+  CostlyStateScheduler* restored = scheduler.get();
+  resumed.open(SweepSpec::from_json(stored->spec), 2, std::move(scheduler), /*resume=*/true);
+  ASSERT_EQ(restored->restored.count(1), 1u);
+  EXPECT_EQ(restored->restored[1], (Json{{"x", 0.25}}));
+  EXPECT_EQ(restored->restored.count(0), 1u);
+}
+
+// The driver makes no trial folder: the executor makes it where the trial
+// runs (a mkdir was the largest part of a start on the driver's loop).
+TEST(DriverStart, LeavesTheTrialsFolderToItsExecutor) {
   TempDir storage;
   const std::string experiment = storage.path() + "/fake";
   Harness h(storage.path());
   h.open(spec_of(1), 1, make_scheduler("fifo", Json::object(), "loss", "min"));
   ASSERT_TRUE(h.step());
-  EXPECT_TRUE(std::filesystem::is_directory(experiment + "/trial_00000"));
-  EXPECT_FALSE(std::filesystem::exists(experiment + "/trial_00001"));
+  ASSERT_EQ(h.fake->started.size(), 1u);
+  EXPECT_EQ(h.fake->started[0].trial.trial_dir, experiment + "/trial_00000");
+  EXPECT_FALSE(std::filesystem::exists(experiment + "/trial_00000")) << "the fake executor makes none";
   h.fake->report({0, 1}, {{"loss", 0.5}});
   ASSERT_TRUE(h.step());
-  EXPECT_TRUE(std::filesystem::is_directory(experiment + "/trial_00001")) << "made while nothing waits";
   h.fake->end({0, 1}, false);
   ASSERT_TRUE(h.step());
   EXPECT_FALSE(h.step()) << "one sample: the sweep is over";
   h.finish();
-  EXPECT_TRUE(std::filesystem::is_directory(experiment + "/trial_00000"));
-  EXPECT_FALSE(std::filesystem::exists(experiment + "/trial_00001")) << "no trial 1: its folder is gone";
+  EXPECT_FALSE(std::filesystem::exists(experiment + "/trial_00001")) << "no folder made ahead";
 }
 
 // The same events on the same clock give the same store, byte for byte.

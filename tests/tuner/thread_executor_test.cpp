@@ -8,9 +8,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <thread>
 
 #include "driver_test_util.h"
+#include "test_util.h"
 
 namespace tune::internal {
 namespace {
@@ -56,6 +58,38 @@ TEST(ThreadExecutor, MakesAThreadPerRunningAttemptAndReusesIt) {
   for (const auto& e : take(sink, 3)) EXPECT_TRUE(e.stopped) << "kStop ends the trial with TrialStopped";
   EXPECT_EQ(executor.threads(), 3) << "idle threads are reused";
   EXPECT_EQ(executor.live(), 0);
+  executor.shutdown();
+}
+
+// The trial's folder is made on the trial's thread, before its function runs
+// (the driver leaves it to the executor); one that cannot be made fails the
+// trial with a line that names it.
+TEST(ThreadExecutor, MakesTheTrialsFolderBeforeTheTrialRuns) {
+  tune::testing::TempDir dir;
+  EventSink sink;
+  FakeClock clock;
+  ThreadExecutor executor(sink, clock, [](Session& s) {
+    s.report({{"loss", 1.0}, {"had_folder", std::filesystem::is_directory(s.trial_dir())}});
+  });
+  TrialStart trial = trial_of(0);
+  trial.trial_dir = dir.path() + "/exp/trial_00000";
+  executor.start({0, 1}, trial, Placement{});
+  auto result = take(sink, 1);
+  ASSERT_EQ(result.size(), 1u);
+  ASSERT_EQ(result[0].kind, TrialEvent::Kind::kResult);
+  EXPECT_EQ(result[0].metrics.at("had_folder"), true);
+  result[0].reply(Verdict::kStop);
+  take(sink, 1);
+
+  dir.write("file", "not a folder");
+  TrialStart blocked = trial_of(1);
+  blocked.trial_dir = dir.path() + "/file/trial_00001";
+  executor.start({1, 1}, blocked, Placement{});
+  auto failed = take(sink, 1);
+  ASSERT_EQ(failed.size(), 1u);
+  EXPECT_EQ(failed[0].kind, TrialEvent::Kind::kFailed);
+  EXPECT_NE(failed[0].message.find("cannot make the trial's folder " + blocked.trial_dir), std::string::npos)
+      << failed[0].message;
   executor.shutdown();
 }
 

@@ -2,6 +2,7 @@
 // slots, and the event loop that commits each batch before answering workers.
 #include "tuner/driver/driver.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 #include <map>
@@ -180,7 +181,11 @@ void Driver::load_experiment() {
     } else {
       // Searchers count it as pending (it is re-run with this config).
       observations.push_back({record.trial_index, record.config, record.last_result, false, true});
-      if (!restored_scheduler) scheduler.on_trial_add(trial.index, trial.config);  // a restored one knows it
+      if (restored_scheduler) {
+        scheduler.on_trial_restored(trial.index, trial.config);  // known, with the config it may have saved before an exploit
+      } else {
+        scheduler.on_trial_add(trial.index, trial.config);
+      }
       if (trial.checkpoint) scheduler.on_checkpoint(trial.index, trial.checkpoint->iteration);
       // A PAUSED trial waits for the scheduler; any other restarts.
       lifecycle_.add(trial.index, *status == TrialStatus::kPaused ? TrialStatus::kPaused : TrialStatus::kPending,
@@ -212,16 +217,18 @@ void Driver::launch_ready() {
 // scheduler picks, else a new one from the searcher. A trial whose previous
 // attempt is still ending waits for it.
 std::optional<int64_t> Driver::next_trial() {
-  auto attempt_live = [this](int64_t index) {
-    auto it = live_.lower_bound(AttemptId{index, 0});
-    return it != live_.end() && it->first.trial == index;
-  };
+  auto attempt_live = [this](int64_t index) { return live_attempts_.count(index) > 0; };
   auto apply_to = [this](int64_t index, const TrialDecision& decision) { apply(trials_.at(index), decision); };
   auto checkpointed = [this](int64_t index) { return has_checkpoint(index); };
+  // Queued trials that all wait for their old attempts still do, until an
+  // attempt ends or the lifecycle changes: no need to look through them again
+  // (many exploits in flight made that look the driver's largest cost).
+  if (waiting_.version == lifecycle_.version() && waiting_.attempts_ended == attempts_ended_) return std::nullopt;
   while (true) {
     const TrialStateMachine::Next next = lifecycle_.next(*sweep_.scheduler, attempt_live, apply_to, checkpointed);
     if (next.kind == TrialStateMachine::Next::kStart) return next.trial;
-    if (next.kind == TrialStateMachine::Next::kNone) return std::nullopt;
+    if (next.kind == TrialStateMachine::Next::kWait) waiting_ = {lifecycle_.version(), attempts_ended_};
+    if (next.kind == TrialStateMachine::Next::kNone || next.kind == TrialStateMachine::Next::kWait) return std::nullopt;
     std::optional<Json> config = sweep_.searcher->suggest(next_index_);
     if (!config) {
       lifecycle_.no_more_trials(*sweep_.scheduler);  // then look again
@@ -250,6 +257,7 @@ void Driver::start(TrialState& trial, const Placement& placement) {
   trial.iteration = trial.checkpoint ? trial.checkpoint->iteration : 0;
   const AttemptId attempt{trial.index, trial.attempt};
   live_[attempt] = placement;
+  live_attempts_[trial.index] += 1;
 
   TrialStart start;
   start.experiment = sweep_.spec.name;
@@ -263,7 +271,9 @@ void Driver::start(TrialState& trial, const Placement& placement) {
   start.cpus = sweep_.spec.resources.cpus_per_worker;
   start.setup = sweep_.spec.setup();
   start.run_ahead = next_result_runs_ahead(trial);
-  std::filesystem::create_directories(start.trial_dir);  // a stat when make_next_trial_dir made it
+  // The executor makes the trial's folder where the trial runs (the trial's
+  // own thread, the worker on its host): a mkdir costs the driver's loop more
+  // than the rest of a start, and a trial on another host needs none here.
   executor_->start(attempt, std::move(start), placement);
 
   store_->set_trial_status(trial.row, kRunning, clock_.unix_time());
@@ -273,17 +283,6 @@ void Driver::start(TrialState& trial, const Placement& placement) {
                     {{"attempt", trial.attempt}, {"iteration", trial.iteration}, {"host", hosts.empty() ? Json("") : hosts[0]},
                      {"hosts", hosts}},
                     clock_.unix_time());
-}
-
-// The next new trial's folder, made while no trial waits on the driver (after
-// a batch's answers): the start then finds it, which keeps a mkdir (~0.1 ms
-// here, the largest part of starting a trial) out of the gap between one
-// trial's end and the next one's start. finish() removes it if no trial came.
-void Driver::make_next_trial_dir() {
-  if (lifecycle_.no_more_trials() || stopping_ || ready_dir_ == next_index_) return;
-  ready_dir_ = next_index_;
-  std::error_code ec;
-  std::filesystem::create_directories(experiment_dir_ / trial_folder_name(ready_dir_), ec);
 }
 
 bool Driver::step(std::chrono::microseconds max_wait) {
@@ -312,7 +311,6 @@ bool Driver::step(std::chrono::microseconds max_wait) {
     for (auto& [reply, verdict] : replies) {
       if (reply) reply(verdict);
     }
-    make_next_trial_dir();
   }
   housekeeping();
   return true;
@@ -381,11 +379,17 @@ void Driver::save_states(bool force) {
   const double now = clock_.now();
   // A pause or exploit is saved with its batch: a restored scheduler must know
   // every trial the store shows PAUSED (e.g. its ASHA rung), or it is orphaned.
-  if (!force && !state_changed_ && now - last_state_save_ < 1.0) return;
+  // Otherwise at most once a second, and no more often than keeps the saves
+  // under ~5 % of the driver's time: a scheduler's state grows with the
+  // trials it has seen (ASHA's rungs), and a sweep of a million trials must
+  // not spend its loop writing it (Ray adapts its experiment checkpoints so).
+  const double interval = std::max(1.0, 19 * last_state_save_cost_);
+  if (!force && !state_changed_ && now - last_state_save_ < interval) return;
   state_changed_ = false;
   last_state_save_ = now;
   store_->set_searcher_state(experiment_.id, {{"suggested", next_index_}});
   store_->set_scheduler_state(experiment_.id, sweep_.scheduler->save_state());
+  last_state_save_cost_ = clock_.now() - now;
 }
 
 void Driver::finish() {
@@ -409,10 +413,6 @@ void Driver::finish() {
   clean_scratch();
   executor_->shutdown();
   executor_.reset();
-  if (ready_dir_ >= next_index_) {
-    std::error_code ec;
-    std::filesystem::remove(experiment_dir_ / trial_folder_name(ready_dir_), ec);  // only if it is still empty
-  }
   release_lease();
   if (report_) report_->finish();  // shows the end: the open page stops reloading
   if (run_.verbose) print_progress(true);

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <unordered_map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -102,7 +103,6 @@ class Driver {
   void record_checkpoint(TrialState& trial, const std::string& path);
   bool stop_criteria_met(const TrialState& trial, const Json& result) const;
   bool next_result_runs_ahead(const TrialState& trial) const;
-  void make_next_trial_dir();
   TrialDecision decide(const TrialState& trial, const Json& result);
   TrialDecision vetted(int64_t trial, TrialDecision decision) const;
   bool has_checkpoint(int64_t trial) const;
@@ -164,11 +164,19 @@ class Driver {
   std::map<int64_t, TrialState> trials_;
   TrialStateMachine lifecycle_;          // each trial's status; retries, exploits and paused trials waiting
   std::map<AttemptId, Placement> live_;  // attempts started and not yet ended
+  std::unordered_map<int64_t, int> live_attempts_;  // per trial, of live_: a hash look for the queue's busy test
   int64_t next_index_ = 0;
-  int64_t ready_dir_ = -1;  // the trial folder made ahead for next_index_ (make_next_trial_dir)
   bool state_changed_ = false;  // a pause/exploit in this batch: save scheduler state now
   bool stopping_ = false, interrupted_ = false;
   double started_ = 0, last_progress_ = 0, last_state_save_ = 0;
+  double last_state_save_cost_ = 0;
+  // next_trial(): when every queued trial waited for its old attempt (kWait),
+  // the lifecycle's version and attempts_ended_ then; unchanged, so is the answer.
+  struct Waiting {
+    uint64_t version = ~uint64_t{0};
+    int64_t attempts_ended = -1;
+  } waiting_;
+  int64_t attempts_ended_ = 0;  // seconds the last save of the scheduler's state took
   std::optional<LeaseRecord> lease_;  // held while this driver runs the experiment
   double last_heartbeat_ = 0;
   bool lease_lost_ = false;

@@ -70,7 +70,10 @@ void Driver::attempt_ended(const TrialEvent& event) {
     }
   }
   pool_.release(it->second);
+  if (auto count = live_attempts_.find(event.attempt.trial); count != live_attempts_.end() && --count->second <= 0)
+    live_attempts_.erase(count);
   live_.erase(it);
+  attempts_ended_ += 1;
 }
 
 Verdict Driver::on_result(TrialState& trial, TrialEvent& event) {
@@ -229,7 +232,9 @@ void Driver::exploit(TrialState& trial, const TrialDecision& decision) {
     return;
   }
   leave_running(trial);
-  state_changed_ = true;
+  // Not a reason to save the scheduler's state now (PBT exploits in most
+  // batches of a large population, and its state grows with it): the store
+  // holds the new config, which a resume hands to the restored scheduler.
   const double now = clock_.unix_time();
   trial.exploits += 1;
   ExploitRecord record;

@@ -2,11 +2,13 @@
 
 #include <condition_variable>
 #include <deque>
+#include <filesystem>
 #include <future>
 #include <map>
 #include <mutex>
 #include <thread>
 
+#include "base/error.h"
 #include "tuner/spec/sweep_spec.h"
 
 namespace tune::internal {
@@ -102,6 +104,12 @@ bool run_job(const std::shared_ptr<ThreadExecutor::Core>& core, const std::share
   outcome.attempt = job->id;
   outcome.kind = TrialEvent::Kind::kEnded;
   try {
+    // The trial's folder, made here rather than on the driver's loop.
+    if (!job->trial.trial_dir.empty()) {
+      std::error_code ec;
+      std::filesystem::create_directories(job->trial.trial_dir, ec);
+      if (ec) throw Error("cannot make the trial's folder " + job->trial.trial_dir + ": " + ec.message());
+    }
     InProcessSession session(job->trial, core, job);
     core->function(session);
   } catch (const TrialStopped&) {
