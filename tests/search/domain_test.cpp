@@ -45,7 +45,7 @@ double ks_uniform(std::vector<double> xs, double low, double high) {
 
 bool is_multiple(double v, double q) { return std::fabs(v / q - std::round(v / q)) < 1e-6; }
 
-std::string error_of(const std::function<void()>& f) {
+std::string what_of(const std::function<void()>& f) {
   try {
     f();
   } catch (const ConfigError& e) {
@@ -198,18 +198,18 @@ TEST(DomainGridSearch, CannotBeSampled) {
 }
 
 TEST(DomainValidation, RejectsBadBoundsWithOneClearLine) {
-  EXPECT_EQ(error_of([] { uniform(5, 1); }), "uniform: lower bound 5 must be less than upper bound 1");
-  EXPECT_EQ(error_of([] { uniform(1, 1); }), "uniform: lower bound 1 must be less than upper bound 1");
-  EXPECT_EQ(error_of([] { loguniform(0, 1); }), "loguniform: bounds must be positive, got [0, 1]");
-  EXPECT_EQ(error_of([] { lograndint(0, 10); }), "lograndint: bounds must be positive, got [0, 10]");
-  EXPECT_EQ(error_of([] { choice({}); }), "choice: needs at least one value");
-  EXPECT_EQ(error_of([] { grid_search({}); }), "grid_search: needs at least one value");
-  EXPECT_THAT(error_of([] { quniform(0, 1, 0); }), HasSubstr("quniform: q must be positive"));
-  EXPECT_THAT(error_of([] { qrandint(0, 10, 0); }), HasSubstr("qrandint: q must be a positive integer"));
-  EXPECT_EQ(error_of([] { randn(0, 0); }), "randn: sd must be positive, got 0");
-  EXPECT_EQ(error_of([] { randint(3, 3); }), "randint: lower bound 3 must be less than upper bound 3");
-  EXPECT_THAT(error_of([] { qrandint(1, 4, 5); }), HasSubstr("no multiple of q=5"));
-  EXPECT_THAT(error_of([] { uniform(0, INFINITY); }), HasSubstr("finite"));
+  EXPECT_EQ(what_of([] { uniform(5, 1); }), "uniform: lower bound 5 must be less than upper bound 1");
+  EXPECT_EQ(what_of([] { uniform(1, 1); }), "uniform: lower bound 1 must be less than upper bound 1");
+  EXPECT_EQ(what_of([] { loguniform(0, 1); }), "loguniform: bounds must be positive, got [0, 1]");
+  EXPECT_EQ(what_of([] { lograndint(0, 10); }), "lograndint: bounds must be positive, got [0, 10]");
+  EXPECT_EQ(what_of([] { choice({}); }), "choice: needs at least one value");
+  EXPECT_EQ(what_of([] { grid_search({}); }), "grid_search: needs at least one value");
+  EXPECT_THAT(what_of([] { quniform(0, 1, 0); }), HasSubstr("quniform: q must be positive"));
+  EXPECT_THAT(what_of([] { qrandint(0, 10, 0); }), HasSubstr("qrandint: q must be a positive integer"));
+  EXPECT_EQ(what_of([] { randn(0, 0); }), "randn: sd must be positive, got 0");
+  EXPECT_EQ(what_of([] { randint(3, 3); }), "randint: lower bound 3 must be less than upper bound 3");
+  EXPECT_THAT(what_of([] { qrandint(1, 4, 5); }), HasSubstr("no multiple of q=5"));
+  EXPECT_THAT(what_of([] { uniform(0, INFINITY); }), HasSubstr("finite"));
 }
 
 TEST(DomainMakeDomain, BuildsEveryNamedDomainFromPositionalArgs) {
@@ -227,17 +227,17 @@ TEST(DomainMakeDomain, AcceptsTheObjectForm) {
   EXPECT_EQ(d.low, 0);
   EXPECT_EQ(d.high, 1);
   EXPECT_EQ(d.q, 0.25);
-  EXPECT_THAT(error_of([] { make_domain("uniform", Json{{"lower", 0}, {"uper", 1}}); }),
+  EXPECT_THAT(what_of([] { make_domain("uniform", Json{{"lower", 0}, {"uper", 1}}); }),
               HasSubstr("unknown argument 'uper'"));
 }
 
 TEST(DomainMakeDomain, RejectsWrongArityTypesAndNames) {
-  EXPECT_EQ(error_of([] { make_domain("qrandint", {1}); }), "qrandint expects [lower, upper, q], got [1]");
-  EXPECT_EQ(error_of([] { make_domain("uniform", {"a", 1}); }), R"(uniform expects [lower, upper], got ["a",1])");
-  EXPECT_THAT(error_of([] { make_domain("randint", {1.5, 4}); }), HasSubstr("randint expects [lower, upper]"));
-  EXPECT_THAT(error_of([] { make_domain("choice", 3); }), HasSubstr("choice expects a list of values"));
-  EXPECT_EQ(error_of([] { make_domain("bogus", Json::array()); }), "unknown domain 'bogus'");
-  EXPECT_EQ(error_of([] { make_domain("loguniform", {0, 1}); }), "loguniform: bounds must be positive, got [0, 1]");
+  EXPECT_EQ(what_of([] { make_domain("qrandint", {1}); }), "qrandint expects [lower, upper, q], got [1]");
+  EXPECT_EQ(what_of([] { make_domain("uniform", {"a", 1}); }), R"(uniform expects [lower, upper], got ["a",1])");
+  EXPECT_THAT(what_of([] { make_domain("randint", {1.5, 4}); }), HasSubstr("randint expects [lower, upper]"));
+  EXPECT_THAT(what_of([] { make_domain("choice", 3); }), HasSubstr("choice expects a list of values"));
+  EXPECT_EQ(what_of([] { make_domain("bogus", Json::array()); }), "unknown domain 'bogus'");
+  EXPECT_EQ(what_of([] { make_domain("loguniform", {0, 1}); }), "loguniform: bounds must be positive, got [0, 1]");
 }
 
 TEST(DomainToJson, RoundTripsEveryDomainThroughMakeDomain) {

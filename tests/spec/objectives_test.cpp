@@ -17,7 +17,7 @@ const char* kBase = "trainable: t\nparam_space: {x: {uniform: [0, 1]}}\n";  // l
 
 SweepSpec parsed(const std::string& extra) { return parse_sweep(std::string(kBase) + extra, "sweep.yaml"); }
 
-std::string error_of(const std::string& extra) {
+std::string objectives_error(const std::string& extra) {
   try {
     parsed(extra);
   } catch (const ConfigError& e) {
@@ -55,17 +55,17 @@ TEST(SweepSpecObjectives, TheObjectivesRoundTripThroughTheStoredSpec) {
 }
 
 TEST(SweepSpecObjectives, MalformedListsAreRefusedAtTheirLine) {
-  EXPECT_EQ(error_of("metric: [loss]\nmode: min\n"),
+  EXPECT_EQ(objectives_error("metric: [loss]\nmode: min\n"),
             "sweep.yaml:3: a list of metrics needs two or more (one metric is written metric: NAME)");
-  EXPECT_EQ(error_of("metric: [loss, acc]\n"),
+  EXPECT_EQ(objectives_error("metric: [loss, acc]\n"),
             "sweep.yaml:3: metrics need a mode: mode: [min, max, ...] or one mode for all");
-  EXPECT_EQ(error_of("metric: [loss, acc]\nmode: [min]\n"), "sweep.yaml:4: mode lists 1 modes for 2 metrics");
-  EXPECT_EQ(error_of("metric: [loss, acc]\nmode:\n  - min\n  - up\n"),
+  EXPECT_EQ(objectives_error("metric: [loss, acc]\nmode: [min]\n"), "sweep.yaml:4: mode lists 1 modes for 2 metrics");
+  EXPECT_EQ(objectives_error("metric: [loss, acc]\nmode:\n  - min\n  - up\n"),
             "sweep.yaml:6: mode must be 'min' or 'max', got 'up'");
-  EXPECT_EQ(error_of("metric:\n  - loss\n  - loss\nmode: min\n"), "sweep.yaml:5: metric 'loss' is listed twice");
-  EXPECT_EQ(error_of("metric:\n  - loss\n  - [a]\nmode: min\n"),
+  EXPECT_EQ(objectives_error("metric:\n  - loss\n  - loss\nmode: min\n"), "sweep.yaml:5: metric 'loss' is listed twice");
+  EXPECT_EQ(objectives_error("metric:\n  - loss\n  - [a]\nmode: min\n"),
             "sweep.yaml:5: metric must be a non-empty string, got a list");
-  EXPECT_EQ(error_of("metric: loss\nmode: [min, max]\n"),
+  EXPECT_EQ(objectives_error("metric: loss\nmode: [min, max]\n"),
             "sweep.yaml:4: mode is a list but metric is not: write metric: [a, b] for several metrics");
 }
 
@@ -75,24 +75,24 @@ TEST(SweepSpecObjectives, MalformedListsAreRefusedAtTheirLine) {
 // anything runs, at the key. tpe takes several (Optuna's MOTPE).
 TEST(SweepSpecObjectives, OneMetricSchedulersAndSearchersAreRefused) {
   const std::string two = "metric: [loss, acc]\nmode: [min, max]\n";
-  EXPECT_EQ(error_of(two + "scheduler:\n  type: asha\n"),
+  EXPECT_EQ(objectives_error(two + "scheduler:\n  type: asha\n"),
             "sweep.yaml:6: scheduler: asha ranks trials by one metric; a sweep with several metrics runs with "
             "scheduler fifo");
-  EXPECT_THAT(error_of(two + "search:\n  algorithm: bayes\n"),
+  EXPECT_THAT(objectives_error(two + "search:\n  algorithm: bayes\n"),
               ::testing::StartsWith("sweep.yaml:6: search algorithm 'bayes' optimizes one metric"));
-  EXPECT_EQ(error_of(two + "search: {algorithm: tpe, constant_liar: true}\n"),
+  EXPECT_EQ(objectives_error(two + "search: {algorithm: tpe, constant_liar: true}\n"),
             "sweep.yaml:5: search.constant_liar is not supported with several metrics (Optuna 3.1's "
             "multi-objective TPE ignores running trials)");
   for (const char* algorithm : {"nsga2", "tpe", "random", "grid"})
-    EXPECT_EQ(error_of(two + "search: {algorithm: " + algorithm + "}\n"), "no error") << algorithm;
+    EXPECT_EQ(objectives_error(two + "search: {algorithm: " + algorithm + "}\n"), "no error") << algorithm;
 }
 
 // A stop threshold on any objective follows that objective's mode, so it is
 // no typo; a near miss of one still is.
 TEST(SweepSpecObjectives, StopThresholdsMayNameAnyObjective) {
   const std::string two = "metric: [loss, accuracy]\nmode: [min, max]\n";
-  EXPECT_EQ(error_of(two + "stop: {accuracy: 0.9}\n"), "no error");
-  EXPECT_THAT(error_of(two + "stop: {acuracy: 0.9}\n"), ::testing::HasSubstr("did you mean 'accuracy'?"));
+  EXPECT_EQ(objectives_error(two + "stop: {accuracy: 0.9}\n"), "no error");
+  EXPECT_THAT(objectives_error(two + "stop: {acuracy: 0.9}\n"), ::testing::HasSubstr("did you mean 'accuracy'?"));
 }
 
 // A C++ spec states the objectives; metric/mode must then be the first.

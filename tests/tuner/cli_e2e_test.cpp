@@ -13,11 +13,13 @@
 #include "storage/store.h"
 #include "tuner/spec/sweep_spec.h"
 #include "test_util.h"
+#include "tuner_test_util.h"
 
 namespace tune {
 namespace {
 
 using Json = nlohmann::json;
+using testing::json_of;
 using testing::run_command;
 using testing::run_tune;
 using testing::TempDir;
@@ -36,8 +38,6 @@ param_space:
   x1: {uniform: [0, 15]}
   side: {grid_search: [left, right]}
 )";
-
-Json json_of(const std::string& text) { return Json::parse(text); }
 
 TEST(CliEndToEnd, RunsASweepAndAnswersQueries) {
   TempDir dir;

@@ -13,12 +13,14 @@
 
 #include "storage/store.h"
 #include "test_util.h"
+#include "tuner_test_util.h"
 
 namespace tune {
 namespace {
 
 namespace fs = std::filesystem;
 using Json = nlohmann::json;
+using testing::json_of;
 using testing::run_command;
 using testing::run_tune;
 using testing::TempDir;
@@ -77,8 +79,6 @@ metric: loss
 mode: min
 )" + rest);
 }
-
-Json json_of(const std::string& text) { return Json::parse(text); }
 
 Json read_json(const std::string& path) {
   std::ifstream in(path);

@@ -18,7 +18,7 @@ namespace {
 using testing::run_command;
 using testing::TempDir;
 
-const char* kSweep = R"(name: full
+const char* kFullDiskSweep = R"(name: full
 trainable: synthetic
 metric: loss
 mode: min
@@ -50,7 +50,7 @@ std::map<Key, std::string> results_of(const std::string& db_path) {
 
 TEST(DiskFull, TheDriverStopsCleanlyAndResumeFinishesOnceSpaceIsBack) {
   TempDir dir;
-  const std::string sweep = dir.write("full.yaml", kSweep), mnt = dir.file("mnt");
+  const std::string sweep = dir.write("full.yaml", kFullDiskSweep), mnt = dir.file("mnt");
   // TUNE_ACK_LOG: every result a trial was answered about (session_base.h).
   const std::string script = "set -e; mkdir -p " + mnt + "; mount -t tmpfs -o size=600k tmpfs " + mnt + "; " +
                              "set +e; TUNE_ACK_LOG=" + dir.file("acks.log") + " " + TUNE_BINARY + " run " + sweep +

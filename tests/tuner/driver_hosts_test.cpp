@@ -22,7 +22,7 @@ using testing::Harness;
 
 const std::vector<std::string> kHosts = {"127.0.0.2", "127.0.0.3"};
 
-SweepSpec spec_of(int64_t samples, int max_host_failures = 1, double check_interval = 30) {
+SweepSpec hosts_spec(int64_t samples, int max_host_failures = 1, double check_interval = 30) {
   SweepSpec spec = testing::one_parameter_spec("fake", samples, 1);
   spec.failure.max_host_failures = max_host_failures;
   spec.failure.host_check_interval_s = check_interval;
@@ -52,7 +52,7 @@ TEST(DriverHosts, APreflightFailureRefusesTheSweepBeforeTheStoreExists) {
                            false};
   };
   try {
-    h.open(spec_of(2), 1, nullptr, false, true, kHosts);
+    h.open(hosts_spec(2), 1, nullptr, false, true, kHosts);
     FAIL() << "a host that cannot run tune did not refuse the sweep";
   } catch (const ConfigError& e) {
     EXPECT_EQ(std::string(e.what()), "host 127.0.0.3 cannot run tune-full (not found there)");
@@ -65,7 +65,7 @@ TEST(DriverHosts, APreflightFailureRefusesTheSweepBeforeTheStoreExists) {
 
 TEST(DriverHosts, EveryHostPassingThePreflightRuns) {
   Harness h;
-  h.open(spec_of(2), 1, nullptr, false, true, kHosts);
+  h.open(hosts_spec(2), 1, nullptr, false, true, kHosts);
   ASSERT_EQ(h.fake->checks.size(), 2u);
   EXPECT_TRUE(h.step());
   EXPECT_EQ(h.fake->started.size(), 2u);
@@ -73,7 +73,7 @@ TEST(DriverHosts, EveryHostPassingThePreflightRuns) {
 
 TEST(DriverHosts, ALostAttemptCountsOnlyAgainstTheBlamedHost) {
   Harness h;
-  h.open(spec_of(3), 1, nullptr, false, true, kHosts);
+  h.open(hosts_spec(3), 1, nullptr, false, true, kHosts);
   ASSERT_TRUE(h.step());
   ASSERT_EQ(h.fake->started.size(), 2u);
   const std::string blamed = host_of(h, 1);
@@ -96,7 +96,7 @@ TEST(DriverHosts, ALostAttemptCountsOnlyAgainstTheBlamedHost) {
 
 TEST(DriverHosts, AHostTakenOutIsCheckedAgainAndRejoinsWhenItPasses) {
   Harness h;
-  h.open(spec_of(4, 1, /*check_interval=*/10), 1, nullptr, false, true, kHosts);
+  h.open(hosts_spec(4, 1, /*check_interval=*/10), 1, nullptr, false, true, kHosts);
   ASSERT_TRUE(h.step());
   const std::string bad = host_of(h, 1);
   h.fake->hold_checks = true;
@@ -134,7 +134,7 @@ TEST(DriverHosts, AHostTakenOutIsCheckedAgainAndRejoinsWhenItPasses) {
 
 TEST(DriverHosts, WithNoHostLeftTheSweepStopsOnlyAfterTheyFailACheck) {
   Harness h;
-  h.open(spec_of(4), 1, nullptr, false, true, kHosts);
+  h.open(hosts_spec(4), 1, nullptr, false, true, kHosts);
   ASSERT_TRUE(h.step());
   h.fake->hold_checks = true;
   h.fake->crash({0, 1}, "host lost", true, {host_of(h, 0)});
@@ -174,7 +174,7 @@ TEST(DriverHosts, WithNoHostLeftTheSweepStopsOnlyAfterTheyFailACheck) {
 
 TEST(DriverHosts, HostsJoinAfterACheckAndDrainOnRequest) {
   Harness h;
-  h.open(spec_of(6), 1, nullptr, false, true, {kHosts[0]});
+  h.open(hosts_spec(6), 1, nullptr, false, true, {kHosts[0]});
   ASSERT_TRUE(h.step());
   ASSERT_EQ(h.fake->started.size(), 1u);
   Store& store = h.driver->store();
@@ -210,7 +210,7 @@ TEST(DriverHosts, HostsJoinAfterACheckAndDrainOnRequest) {
 
 TEST(DriverHosts, AGroupNoHostCanBeBlamedForMakesSuspectsWhoseCheckDecides) {
   Harness h;
-  h.open(spec_of(3, /*max_host_failures=*/1), 2, nullptr, false, true, kHosts);
+  h.open(hosts_spec(3, /*max_host_failures=*/1), 2, nullptr, false, true, kHosts);
   h.fake->hold_checks = true;
   ASSERT_TRUE(h.step());
   ASSERT_EQ(h.fake->started.size(), 3u);
@@ -239,7 +239,7 @@ TEST(DriverHosts, ASweepWhoseOnlyHostsAreSuspectsWaitsForTheirChecksNotFinishes)
   // Chaos schedule 7: the last trials' hosts were all suspects (their checks
   // out), nothing ran, and step() ended the sweep FINISHED with trials left.
   Harness h;
-  h.open(spec_of(1, /*max_host_failures=*/2), 2, nullptr, false, true, kHosts);
+  h.open(hosts_spec(1, /*max_host_failures=*/2), 2, nullptr, false, true, kHosts);
   h.fake->hold_checks = true;
   ASSERT_TRUE(h.step());
   ASSERT_EQ(h.fake->started.size(), 1u);
@@ -258,7 +258,7 @@ TEST(DriverHosts, ASweepWhoseOnlyHostsAreSuspectsWaitsForTheirChecksNotFinishes)
 }
 
 TEST(DriverHosts, ThePreflightAsksEveryHostForTheProgramAndFolderTheTrialsUse) {
-  SweepSpec spec = spec_of(1);
+  SweepSpec spec = hosts_spec(1);
   spec.trainable = "command";
   spec.command = {{"argv", {"/opt/train.py", "--x", "{x}"}}, {"cwd", "/work/run"}};
   Harness h;
@@ -267,7 +267,7 @@ TEST(DriverHosts, ThePreflightAsksEveryHostForTheProgramAndFolderTheTrialsUse) {
   for (size_t i = 0; i < kHosts.size(); ++i)
     EXPECT_EQ(h.fake->checks[i].paths, (std::vector<std::string>{"/opt/train.py", "/work/run"}));
   // A program found in PATH, or one named by a parameter, is not a path to check.
-  SweepSpec in_path = spec_of(1);
+  SweepSpec in_path = hosts_spec(1);
   in_path.trainable = "command";
   in_path.command = {{"argv", {"python3", "train.py"}}};
   Harness h2;

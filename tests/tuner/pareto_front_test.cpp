@@ -20,6 +20,7 @@ namespace {
 
 using ::testing::HasSubstr;
 using tune::testing::quiet_run;
+using tune::testing::two_objectives;
 using tune::testing::TempDir;
 
 // loss = (x - 0.3)^2 + y, accuracy = 1 - (x - 0.7)^2 - y / 2: x trades one
@@ -32,11 +33,6 @@ SweepSpec two_objective_spec(const std::string& name, int64_t samples, uint64_t 
   spec.search.seed = seed;
   spec.param_space.add("x", uniform(0, 1)).add("y", uniform(0, 1));
   return spec;
-}
-
-void two_objectives(Session& session) {
-  const double x = session.config()["x"], y = session.config()["y"];
-  session.report({{"loss", (x - 0.3) * (x - 0.3) + y}, {"accuracy", 1 - (x - 0.7) * (x - 0.7) - y / 2}});
 }
 
 // a is at least as good as b on both and better on one (loss min, accuracy max).

@@ -23,6 +23,7 @@ namespace tune {
 namespace {
 
 using report::MarkKind;
+using tune::testing::two_objectives;
 using tune::testing::TempDir;
 
 // Results carry what the driver adds: training_iteration and time_this_iter_s.
@@ -175,13 +176,6 @@ TEST(ReportData, AnExperimentWithOneMetricHasNoParetoFront) {
   EXPECT_EQ(page.find("\"pareto\""), std::string::npos);
 }
 
-// loss = (x - 0.3)^2 + y, accuracy = 1 - (x - 0.7)^2 - y / 2 (as in
-// pareto_front_test.cpp): x trades one for the other, so the front has
-// several trials.
-void two_objectives(Session& session) {
-  const double x = session.config()["x"], y = session.config()["y"];
-  session.report({{"loss", (x - 0.3) * (x - 0.3) + y}, {"accuracy", 1 - (x - 0.7) * (x - 0.7) - y / 2}});
-}
 
 TEST(ReportData, AMultiObjectiveExperimentHasEachObjectiveAndExactlyTheNonDominatedTrialsAsItsFront) {
   TempDir dir;

@@ -30,4 +30,14 @@ inline SweepSpec one_parameter_spec(const std::string& name, int64_t samples, ui
   return spec;
 }
 
+// A trainable with two objectives: loss = (x - 0.3)^2 + y (min), accuracy =
+// 1 - (x - 0.7)^2 - y / 2 (max); x trades one for the other, so the Pareto
+// front has several trials.
+inline void two_objectives(Session& session) {
+  const double x = session.config()["x"], y = session.config()["y"];
+  session.report({{"loss", (x - 0.3) * (x - 0.3) + y}, {"accuracy", 1 - (x - 0.7) * (x - 0.7) - y / 2}});
+}
+
+inline Json json_of(const std::string& text) { return Json::parse(text); }
+
 }  // namespace tune::testing
