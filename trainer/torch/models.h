@@ -13,6 +13,7 @@
 #include <torch/torch.h>
 
 #include "trainer/session.h"
+#include "trainer/torch/entry.h"  // kInferenceBatch
 
 namespace tune::torch_dp {
 
@@ -20,11 +21,6 @@ class Classifier : public torch::nn::Module {
  public:
   virtual torch::Tensor forward(torch::Tensor x) = 0;
 };
-
-// Rows per forward pass when scoring without gradients (validation, predict).
-// Small batches keep activations in cache and in the heap: 1,000 CNN images
-// per pass (~150 MB a layer, mapped and faulted in per pass) were ~10x slower.
-inline constexpr int64_t kInferenceBatch = 64;
 
 // Fully connected net: in -> hidden[0] -> ... -> out, ReLU and dropout
 // between layers. 784-256-128-10 for Fashion-MNIST by default.

@@ -109,6 +109,12 @@ void check_predict_options(const PredictOptions& options) {
   }
 }
 
+int predict_checkpoint_to_csv(const std::string& checkpoint_dir, const PredictOptions& options, std::ostream& out) {
+  return predict_to_csv(load_model(checkpoint_dir), options, MPI_COMM_NULL, out);
+}
+
+std::string loadable_checkpoint(const std::string& checkpoint_dir) { return load_model(checkpoint_dir).checkpoint; }
+
 int predict_as_rank(const PredictOptions& options, std::ostream& out) {
   int provided = 0;
   MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);

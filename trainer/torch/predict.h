@@ -22,6 +22,7 @@
 #include <torch/torch.h>
 
 #include "trainer/torch/datasets.h"
+#include "trainer/torch/entry.h"
 #include "trainer/torch/models.h"
 
 namespace tune::torch_dp {
@@ -60,29 +61,12 @@ Predictions predict(Classifier& model, const torch::Tensor& features, MPI_Comm c
 //              or "taxi-trips:N": N freshly generated trips (seed 2026)
 data::Dataset read_prediction_input(const std::string& trainable, const std::string& input);
 
-struct PredictOptions {
-  std::string storage = "./tune_results";
-  std::string experiment;  // or:
-  std::string checkpoint;  // a checkpoint directory (skips selecting the best trial)
-  std::string input, output;
-  std::string metric, mode;
-  int workers = 1;  // ranks; > 1 runs the command under mpirun
-  int64_t batch_size = kInferenceBatch;
-};
-
-// Throws ConfigError for a missing input/output, workers or batch size < 1,
-// or neither an experiment nor a checkpoint.
-void check_predict_options(const PredictOptions& options);
+// PredictOptions, check_predict_options and the CLI's entry points: entry.h.
 
 // `tune predict` on the ranks of `comm` (MPI_COMM_NULL: this process
 // alone): scores the input, and rank 0 writes `output` as CSV
 // (row,prediction,confidence[,label]) and prints one summary line (with the
 // accuracy when the input has labels) to `out`. Returns the exit code.
 int predict_to_csv(const LoadedModel& loaded, const PredictOptions& options, MPI_Comm comm, std::ostream& out);
-
-// One rank of `tune predict --workers N` (the CLI starts N under mpirun,
-// with options.checkpoint set): MPI_Init, predict_to_csv on
-// MPI_COMM_WORLD, MPI_Finalize. Returns the exit code.
-int predict_as_rank(const PredictOptions& options, std::ostream& out);
 
 }  // namespace tune::torch_dp

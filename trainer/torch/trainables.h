@@ -1,6 +1,6 @@
 // The libtorch example trainables and the training loop they share.
 //
-// Registered by tune::register_torch_trainables():
+// Registered by tune::register_torch_trainables() (entry.h):
 //   fashion_mlp  Fashion-MNIST, MLP 784-width-width/2-10
 //   fashion_cnn  Fashion-MNIST, CNN conv(channels1)-conv(channels2)-fc(width)
 //   taxi_tip     generated taxi trips (6 numeric features, binary is_big_tip)
@@ -16,14 +16,8 @@
 
 #include "trainer/session.h"
 #include "trainer/torch/datasets.h"
+#include "trainer/torch/entry.h"  // register_torch_trainables
 #include "trainer/torch/models.h"
-
-namespace tune {
-
-// Registers the libtorch trainables above. Idempotent.
-void register_torch_trainables();
-
-}  // namespace tune
 
 namespace tune::torch_dp {
 

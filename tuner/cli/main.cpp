@@ -29,8 +29,7 @@
 #include "base/version.h"
 #include "tuner/tuner.h"
 #ifdef TUNE_WITH_TORCH
-#include "trainer/torch/predict.h"
-#include "trainer/torch/trainables.h"
+#include "trainer/torch/entry.h"  // not libtorch's headers
 #endif
 #ifdef TUNE_WITH_XGBOOST
 #include "trainer/xgboost/xgboost_trainable.h"
@@ -302,15 +301,15 @@ int predict(const std::vector<std::string>& args) {
     if (p.workers != 1) throw tune::ConfigError("tune predict: tabular models predict in one process (drop --workers)");
     return tune::cli::predict_tabular(chosen, p.input, p.output, std::cout);
   }
-  tune::torch_dp::LoadedModel loaded = tune::torch_dp::load_model(chosen.path);
-  if (p.workers == 1) return tune::torch_dp::predict_to_csv(loaded, p, MPI_COMM_NULL, std::cout);
+  if (p.workers == 1) return tune::torch_dp::predict_checkpoint_to_csv(chosen.path, p, std::cout);
+  const std::string checkpoint = tune::torch_dp::loadable_checkpoint(chosen.path);
   // Several ranks: this program again under mpirun, each rank reading the
   // chosen checkpoint.
   tune::internal::MpiLaunch launch;
   launch.ranks = p.workers;
   launch.program = {tune::internal::self_executable(), "predict"};
   launch.program.insert(launch.program.end(), args.begin(), args.end());
-  launch.program.insert(launch.program.end(), {"--checkpoint", loaded.checkpoint, "--mpi-child"});
+  launch.program.insert(launch.program.end(), {"--checkpoint", checkpoint, "--mpi-child"});
   std::cout.flush();
   return tune::internal::reap(tune::internal::spawn_mpirun(launch), std::chrono::hours(24 * 365));
 }

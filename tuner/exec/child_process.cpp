@@ -21,7 +21,7 @@
 namespace tune::internal {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using SteadyClock = std::chrono::steady_clock;
 constexpr size_t kMaxLine = size_t{16} << 20;  // a longer stdout line fails the trial
 constexpr size_t kStderrTail = 4096;
 constexpr int kKilled = SIGKILL;  // a wait status: killed by SIGKILL
@@ -93,7 +93,7 @@ ChildProcess::ChildProcess(const std::vector<std::string>& argv, const std::stri
     throw Error("cannot run '" + argv[0] + "' (in " + cwd + "): " + std::strerror(code));
   }
   // The supervisor says which process the program is right after starting it.
-  for (const auto start = Clock::now(); program_ < 0 && !status_ && Clock::now() - start < std::chrono::seconds(10);) {
+  for (const auto start = SteadyClock::now(); program_ < 0 && !status_ && SteadyClock::now() - start < std::chrono::seconds(10);) {
     pollfd fd{control_, POLLIN, 0};
     if (::poll(&fd, 1, 100) > 0) read_control();
   }
@@ -101,7 +101,7 @@ ChildProcess::ChildProcess(const std::vector<std::string>& argv, const std::stri
   record_trial_processes(record_path_, supervisor_, program_, cgroup.path);
   stdout_log_.open(log_prefix + "stdout.log", std::ios::app);
   stderr_log_.open(log_prefix + "stderr.log", std::ios::app);
-  last_output_ = Clock::now();
+  last_output_ = SteadyClock::now();
 }
 
 ChildProcess::~ChildProcess() {
@@ -127,7 +127,7 @@ void ChildProcess::read_control() {
       program_ = value;
     } else if (control_buffer_[0] == kProgramExited && !status_) {
       status_ = value;
-      exited_at_ = Clock::now();
+      exited_at_ = SteadyClock::now();
     }
     control_buffer_.erase(0, kMessage);
   }
@@ -135,7 +135,7 @@ void ChildProcess::read_control() {
     close_fd(control_);
     if (!status_) {  // the supervisor died (SIGKILL): the program is gone with it (PDEATHSIG)
       status_ = kKilled;
-      exited_at_ = Clock::now();
+      exited_at_ = SteadyClock::now();
       tail_ += "\n(the trial's supervisor process was killed)";
     }
   }
@@ -144,13 +144,13 @@ void ChildProcess::read_control() {
 bool ChildProcess::pump(int timeout_ms, std::vector<std::string>* results) {
   auto drained = [&] {
     if (!status_) return false;
-    const auto now = Clock::now();
+    const auto now = SteadyClock::now();
     return out_ < 0 || now - exited_at_ >= kDrainLimit || now - std::max(exited_at_, last_output_) >= kDrainQuiet;
   };
   if (drained()) return false;
   if (status_) {  // waiting only as long as the drain may still last
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        std::max(exited_at_, last_output_) + kDrainQuiet - Clock::now());
+        std::max(exited_at_, last_output_) + kDrainQuiet - SteadyClock::now());
     timeout_ms = static_cast<int>(std::clamp<int64_t>(left.count() + 1, 0, timeout_ms));
   }
   pollfd fds[3] = {{out_, POLLIN, 0}, {err_, POLLIN, 0}, {control_, POLLIN, 0}};
@@ -173,7 +173,7 @@ bool ChildProcess::pump(int timeout_ms, std::vector<std::string>* results) {
       if (tail_.size() > 2 * kStderrTail) tail_.erase(0, tail_.size() - kStderrTail);
       continue;
     }
-    last_output_ = Clock::now();
+    last_output_ = SteadyClock::now();
     for (ssize_t k = 0; k < n; ++k) {
       if (chunk[k] != '\n') {
         line_ += chunk[k];
@@ -202,8 +202,8 @@ void ChildProcess::stop(double grace) {
   if (!status_ && control_ >= 0) {
     const char command = kTerminateProgram;
     (void)!::send(control_, &command, 1, MSG_NOSIGNAL);
-    const auto start = Clock::now();
-    while (!status_ && std::chrono::duration<double>(Clock::now() - start).count() < grace) pump(10, nullptr);
+    const auto start = SteadyClock::now();
+    while (!status_ && std::chrono::duration<double>(SteadyClock::now() - start).count() < grace) pump(10, nullptr);
   }
   finish();
 }
@@ -215,8 +215,8 @@ void ChildProcess::finish() {
     // The supervisor reads the end of its control socket, ends every
     // process of the trial, says how the program ended if it had not, and exits.
     ::shutdown(control_, SHUT_WR);
-    const auto start = Clock::now();
-    while (control_ >= 0 && Clock::now() - start < std::chrono::seconds(10)) {
+    const auto start = SteadyClock::now();
+    while (control_ >= 0 && SteadyClock::now() - start < std::chrono::seconds(10)) {
       pollfd fd{control_, POLLIN, 0};
       if (::poll(&fd, 1, 100) > 0) read_control();
     }
@@ -231,8 +231,8 @@ void ChildProcess::finish() {
   if (!status_) status_ = kKilled;
   // Whatever is left in the pipes goes to the logs; every writer is gone now.
   char chunk[65536];
-  const auto start = Clock::now();
-  while ((out_ >= 0 || err_ >= 0) && Clock::now() - start < std::chrono::seconds(1)) {
+  const auto start = SteadyClock::now();
+  while ((out_ >= 0 || err_ >= 0) && SteadyClock::now() - start < std::chrono::seconds(1)) {
     pollfd fds[2] = {{out_, POLLIN, 0}, {err_, POLLIN, 0}};
     if (::poll(fds, 2, 100) <= 0) break;
     for (int i = 0; i < 2; ++i) {

@@ -44,13 +44,13 @@ namespace tune::internal {
 namespace {
 
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
+using SteadyClock = std::chrono::steady_clock;
 
 constexpr const char* kResultPrefix = "@tune ";
 constexpr double kQuietBeforeSettle = 0.2;  // s without a result before an answer that ran ahead is read
 
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
+double seconds_since(SteadyClock::time_point start) {
+  return std::chrono::duration<double>(SteadyClock::now() - start).count();
 }
 
 // A free TCP port on `address`, bound and released (as torchrun picks one).
@@ -208,7 +208,7 @@ void run_command(Session& session) {
   if (rank == 0) {
     std::vector<std::string> results;
     bool open = true;
-    auto last_report = Clock::now();
+    auto last_report = SteadyClock::now();
     while (open) {
       if (session.stop_requested()) {
         child->stop(spec.stop_grace_s);
@@ -233,7 +233,7 @@ void run_command(Session& session) {
         }
         if (group) flag('r');
         report(metrics, checkpoint);
-        last_report = Clock::now();
+        last_report = SteadyClock::now();
       }
       if (base && base->answer_pending() && seconds_since(last_report) >= kQuietBeforeSettle) {
         if (group) flag('a');
@@ -264,7 +264,7 @@ void run_command(Session& session) {
       settle();
     } else if (value == 'e') {
       // Rank 0's program is done; this one should be too (bounded wait).
-      const auto start = Clock::now();
+      const auto start = SteadyClock::now();
       while (!child->reap(false) && seconds_since(start) < spec.stop_grace_s + 30) child->pump(20, nullptr);
       child->stop(spec.stop_grace_s);
       return;

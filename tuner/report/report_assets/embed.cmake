@@ -18,6 +18,8 @@ if(NOT CMAKE_SCRIPT_MODE_FILE)
       COMMENT "Embedding the HTML report's assets"
       VERBATIM)
     target_sources(${target} PRIVATE ${out})
+    # A large literal: compiled alone, not in a unity batch (TUNE_UNITY).
+    set_source_files_properties(${out} PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
   endfunction()
   return()
 endif()
