@@ -11,11 +11,12 @@ start=$SECONDS
 cores=$(nproc)
 say() { printf '\n== demo [%dm%02ds] %s\n' $(((SECONDS - start) / 60)) $(((SECONDS - start) % 60)) "$*"; }
 
-# apt took ~1.5 min for these packages on a fresh machine; the build of tune and tune-full is
+# apt took ~2.5 min for these packages on a fresh Debian 12 (a debootstrap chroot, 2 cores: the
+# demo in 7 min 2 s, 4 min 17 s with the packages there); the build of tune and tune-full is
 # ~8 CPU min with an empty ccache (unity batches, libtorch precompiled: scripts/build-profile.sh
 # TARGETS=tune_cli measures it), seconds when ccache has seen the sources; the sweep seconds.
 build_min=$(((8 + cores - 1) / cores))
-say "this takes about $((build_min + 1)) min on $cores cores: Debian packages (when missing, ~1.5 min more), building tune (~$build_min min), one sweep (seconds)"
+say "this takes about $((build_min + 1)) min on $cores cores: Debian packages (when missing, ~2.5 min more), building tune (~$build_min min), one sweep (seconds)"
 
 say "1/4 Debian packages (scripts/install-deps.sh --for demo)"
 scripts/install-deps.sh --for demo
