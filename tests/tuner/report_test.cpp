@@ -176,7 +176,6 @@ TEST(ReportData, AnExperimentWithOneMetricHasNoParetoFront) {
   EXPECT_EQ(page.find("\"pareto\""), std::string::npos);
 }
 
-
 TEST(ReportData, AMultiObjectiveExperimentHasEachObjectiveAndExactlyTheNonDominatedTrialsAsItsFront) {
   TempDir dir;
   SweepSpec spec;

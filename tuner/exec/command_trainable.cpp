@@ -17,7 +17,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -32,6 +31,7 @@
 #include "tuner/exec/mpi_broadcast.h"
 #include "tuner/exec/checkpoint_handoff.h"
 #include "tuner/exec/child_process.h"
+#include "tuner/exec/clock.h"
 #include "tuner/spec/command_spec.h"
 #include "tuner/exec/protocol.h"
 #include "tuner/exec/result_line.h"
@@ -44,14 +44,9 @@ namespace tune::internal {
 namespace {
 
 namespace fs = std::filesystem;
-using SteadyClock = std::chrono::steady_clock;
 
 constexpr const char* kResultPrefix = "@tune ";
 constexpr double kQuietBeforeSettle = 0.2;  // s without a result before an answer that ran ahead is read
-
-double seconds_since(SteadyClock::time_point start) {
-  return std::chrono::duration<double>(SteadyClock::now() - start).count();
-}
 
 // A free TCP port on `address`, bound and released (as torchrun picks one).
 int free_port(const std::string& address) {
@@ -208,7 +203,7 @@ void run_command(Session& session) {
   if (rank == 0) {
     std::vector<std::string> results;
     bool open = true;
-    auto last_report = SteadyClock::now();
+    double last_report = steady_seconds();
     while (open) {
       if (session.stop_requested()) {
         child->stop(spec.stop_grace_s);
@@ -233,9 +228,9 @@ void run_command(Session& session) {
         }
         if (group) flag('r');
         report(metrics, checkpoint);
-        last_report = SteadyClock::now();
+        last_report = steady_seconds();
       }
-      if (base && base->answer_pending() && seconds_since(last_report) >= kQuietBeforeSettle) {
+      if (base && base->answer_pending() && steady_seconds() - last_report >= kQuietBeforeSettle) {
         if (group) flag('a');
         settle();
       }
@@ -264,8 +259,8 @@ void run_command(Session& session) {
       settle();
     } else if (value == 'e') {
       // Rank 0's program is done; this one should be too (bounded wait).
-      const auto start = SteadyClock::now();
-      while (!child->reap(false) && seconds_since(start) < spec.stop_grace_s + 30) child->pump(20, nullptr);
+      const double start = steady_seconds();
+      while (!child->reap(false) && steady_seconds() - start < spec.stop_grace_s + 30) child->pump(20, nullptr);
       child->stop(spec.stop_grace_s);
       return;
     } else {
