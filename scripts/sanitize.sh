@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# scripts/sanitize.sh [asan|tsan|fuzz|all]... : tune without libtorch, built
+# scripts/sanitize.sh [asan|tsan|fuzz|all|build]... : tune without libtorch, built
 # with clang under sanitizers, and the tests that matter run under them.
 #
 #   asan  build-asan/: ASan + UBSan (-fno-sanitize-recover=undefined), every
@@ -12,6 +12,11 @@
 #   fuzz  every libFuzzer target (tests/fuzz) for FUZZ_SECONDS (default 15)
 #         each, from build-asan/ (bench/fuzz/run.sh)
 #   all   asan, tsan, fuzz (the default)
+#   build only build build-asan/ and build-tsan/ (both at once: each build
+#         leaves a core idle part of the time), at the lowest CPU priority:
+#         scripts/test.sh starts it in the background while it builds and runs
+#         the main suite, so the sanitizer builds take only the CPU time the
+#         main suite leaves idle; `asan`, `tsan` and `fuzz` then find them built
 #
 # Zero reports pass: a sanitizer report in any process (a test, the tune
 # binary a test starts) fails the run. Reports go to BUILD/sanitizer-logs/
@@ -39,7 +44,11 @@ configure() {  # BUILD_DIR FLAGS [CMAKE_ARGS...]
   # scripts/build.sh): these folders are built from scratch. Line tables only: a report's
   # stack has its files and lines, and the build takes a third less (tune_search's batch:
   # 56 s with -g, 37 s).
-  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  # Ninja when installed (a fresh folder only: CMake keeps a folder's generator): it schedules
+  # compiles across targets, where Make leaves a core idle at each target's link.
+  local generator=()
+  if [[ ! -f "$dir/CMakeCache.txt" ]] && command -v ninja >/dev/null; then generator=(-G Ninja); fi
+  cmake -S . -B "$dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_C_COMPILER="$CC" -DCMAKE_CXX_COMPILER="$CXX" \
     -DTUNE_WITH_TORCH=OFF -DTUNE_BUILD_BENCH=OFF -DTUNE_UNITY="${TUNE_UNITY:-ON}" \
     "-DCMAKE_C_FLAGS=$flags" "-DCMAKE_CXX_FLAGS=$flags" \
@@ -70,16 +79,37 @@ timed() {  # LABEL COMMAND...: runs it, prints how long it took, returns its sta
   return $status
 }
 
-run_asan() {
-  local dir=build-asan logs="$ROOT/build-asan/sanitizer-logs"
+build_asan() {
   # TUNE_FUZZ=ON: -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
   # on everything (CMakeLists.txt).
-  timed "asan configure" configure "$dir" "" -DTUNE_FUZZ=ON -DTUNE_BUILD_TESTS=ON || return 1
+  timed "asan configure" configure build-asan "" -DTUNE_FUZZ=ON -DTUNE_BUILD_TESTS=ON || return 1
   # The unit-labelled test binaries (and what the tuner tests start); without
   # libtorch the trainer tests are those of trainer/tabular and the registry.
-  timed "asan build" cmake --build "$dir" -j"$JOBS" --target \
+  timed "asan build" cmake --build build-asan -j"$JOBS" --target \
     search_tests storage_tests schedulers_tests tuner_tests spec_tests fence_tests trainer_tests base_tests \
-    fuzz_targets || return 1
+    fuzz_targets
+}
+
+build_tsan() {
+  timed "tsan configure" configure build-tsan "-fsanitize=thread -fno-omit-frame-pointer" || return 1
+  timed "tsan build" cmake --build build-tsan -j"$JOBS" --target tuner_tests storage_tests
+}
+
+# Both sanitizer builds at once, at nice 19 (the `build` mode).
+build_both() {
+  local status=0 asan tsan
+  (renice -n 19 -p "$BASHPID" >/dev/null; build_asan) &
+  asan=$!
+  (renice -n 19 -p "$BASHPID" >/dev/null; build_tsan) &
+  tsan=$!
+  wait "$asan" || status=1
+  wait "$tsan" || status=1
+  return $status
+}
+
+run_asan() {
+  local dir=build-asan logs="$ROOT/build-asan/sanitizer-logs"
+  build_asan || return 1
   rm -rf "$logs" && mkdir -p "$logs"
   export ASAN_OPTIONS="abort_on_error=1:detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1:check_initialization_order=1:strict_init_order=1:log_path=$logs/asan"
   export LSAN_OPTIONS="suppressions=$SUPP/lsan.supp:print_suppressions=0"
@@ -95,8 +125,7 @@ TSAN_TESTS="${TSAN_TESTS:-^(Driver|ThreadExecutor|Tuner\.|SchedulerIntegration|S
 
 run_tsan() {
   local dir=build-tsan logs="$ROOT/build-tsan/sanitizer-logs"
-  timed "tsan configure" configure "$dir" "-fsanitize=thread -fno-omit-frame-pointer" || return 1
-  timed "tsan build" cmake --build "$dir" -j"$JOBS" --target tuner_tests storage_tests || return 1
+  build_tsan || return 1
   rm -rf "$logs" && mkdir -p "$logs"
   export TSAN_OPTIONS="halt_on_error=1:abort_on_error=1:second_deadlock_stack=1:suppressions=$SUPP/tsan.supp:log_path=$logs/tsan"
   local status=0
@@ -125,13 +154,14 @@ for mode in "${modes[@]}"; do
     asan) run_asan || failed+=(asan) ;;
     tsan) run_tsan || failed+=(tsan) ;;
     fuzz) run_fuzz || failed+=(fuzz) ;;
+    build) build_both || failed+=(build) ;;
     all)
       run_asan || failed+=(asan)
       run_tsan || failed+=(tsan)
       run_fuzz || failed+=(fuzz)
       ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "usage: scripts/sanitize.sh [asan|tsan|fuzz|all]..." >&2; exit 2 ;;
+    *) echo "usage: scripts/sanitize.sh [asan|tsan|fuzz|all|build]..." >&2; exit 2 ;;
   esac
 done
 if [[ ${#failed[@]} -gt 0 ]]; then
