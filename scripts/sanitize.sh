@@ -10,6 +10,7 @@
 #   tsan  build-tsan/: TSan, the tests of the driver, the executors, the
 #         in-process Tuner and the store (ctest -R "$TSAN_TESTS")
 #   fuzz  every libFuzzer target (tests/fuzz) for FUZZ_SECONDS (default 15)
+#         each, JOBS at a time
 #         each, from build-asan/ (bench/fuzz/run.sh)
 #   all   asan, tsan, fuzz (the default)
 #   build only build build-asan/ and build-tsan/ (both at once: each build
@@ -143,7 +144,7 @@ run_fuzz() {
   # fuzz, with a random seed, is where new paths are looked for).
   local seed=()
   [[ "${CI:-}" == true ]] && seed=(--seed "${FUZZ_SEED:-1}")
-  TUNE_FUZZ_BUILD_DIR="$ROOT/build-asan" timed "fuzz" bench/fuzz/run.sh --seconds "${FUZZ_SECONDS:-15}" "${seed[@]}"
+  TUNE_FUZZ_BUILD_DIR="$ROOT/build-asan" timed "fuzz" bench/fuzz/run.sh --seconds "${FUZZ_SECONDS:-15}" --jobs "$JOBS" "${seed[@]}"
 }
 
 modes=("$@")

@@ -9,6 +9,7 @@
 # build-fuzz/findings/TARGET/; the exit status is 1 when there is any.
 # --seed N: the same mutations each run (scripts/sanitize.sh under CI uses
 # 1, so a gate does not fail on a path only one run happened to take).
+# --jobs N: N targets at a time (default 1; scripts/sanitize.sh: one per core).
 # Targets: every tests/fuzz/NAME_fuzz.cpp (sweep, protocol, filter,
 # store_json, csv, result_line, serve_http, ...). More: bench/fuzz/README.md.
 set -euo pipefail
@@ -26,6 +27,7 @@ note() { echo "[fuzz] $*" >&2; }
 
 SECONDS_EACH=60
 SEED=0  # 0: libFuzzer picks one (a new path each run)
+PARALLEL=1
 targets=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -34,8 +36,10 @@ while [[ $# -gt 0 ]]; do
     --seconds=*) SECONDS_EACH="${1#--seconds=}" ;;
     --seed) SEED="${2:?--seed needs a number}"; shift ;;
     --seed=*) SEED="${1#--seed=}" ;;
+    --jobs) PARALLEL="${2:?--jobs needs a number}"; shift ;;
+    --jobs=*) PARALLEL="${1#--jobs=}" ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; exit 0 ;;
-    -*) echo "bench/run fuzz: unknown option '$1' (options: --seconds N, --quick, --seed N, TARGET...)" >&2; exit 2 ;;
+    -*) echo "bench/run fuzz: unknown option '$1' (options: --seconds N, --quick, --seed N, --jobs N, TARGET...)" >&2; exit 2 ;;
     *)
       if [[ ! " ${ALL_TARGETS[*]} " == *" $1 "* ]]; then
         echo "bench/run fuzz: unknown target '$1' (targets: ${ALL_TARGETS[*]})" >&2
@@ -48,6 +52,10 @@ done
 [[ ${#targets[@]} -eq 0 ]] && targets=("${ALL_TARGETS[@]}")
 if ! [[ "$SEED" =~ ^[0-9]+$ ]]; then
   echo "bench/run fuzz: --seed wants a whole number (0: a random one)" >&2
+  exit 2
+fi
+if ! [[ "$PARALLEL" =~ ^[1-9][0-9]*$ ]]; then
+  echo "bench/run fuzz: --jobs wants a whole number >= 1" >&2
   exit 2
 fi
 if ! [[ "$SECONDS_EACH" =~ ^[0-9]+$ ]] || [[ "$SECONDS_EACH" -lt 1 ]]; then
@@ -98,8 +106,12 @@ reproduces_slowly() {  # BINARY INPUT: 0 when the input alone runs past the limi
   if ! timeout $((TIMEOUT * 3)) "$1" -timeout="$TIMEOUT" -runs=1 "$2" >/dev/null 2>&1; then return 0; fi
   [[ $((SECONDS - start)) -ge $TIMEOUT ]]
 }
-children_cpu_ticks() { awk '{print $16 + $17}' /proc/$$/stat; }  # cutime + cstime of waited-for children
-for target in "${targets[@]}"; do
+children_cpu_ticks() { awk '{print $16 + $17}' "/proc/$1/stat"; }  # PID: cutime + cstime of its waited-for children
+# fuzz_one TARGET: fuzzes it for SECONDS_EACH (in a subshell of its own) and writes its row
+# (target fuzzed cpu runs execs cov ft corp found stalls) to $BUILD_DIR/fuzz-TARGET.row.
+fuzz_one() {
+  local target="$1" seeds corpus findings out segment binary marker target_start cpu_start runs stalls status
+  local last_line left line segment_runs stalled input fuzzed cpu execs cov ft corp found me=$BASHPID
   seeds="$ROOT/tests/fuzz/corpus/$target"
   corpus="$BUILD_DIR/corpus/$target"
   findings="$BUILD_DIR/findings/$target"
@@ -112,7 +124,7 @@ for target in "${targets[@]}"; do
   marker="$BUILD_DIR/fuzz-$target.started"  # findings of this run are newer than it
   touch "$marker"
   target_start=$SECONDS
-  cpu_start="$(children_cpu_ticks)"
+  cpu_start="$(children_cpu_ticks "$me")"
   runs=0 stalls=0 status=0 last_line=""
   while :; do
     left=$((SECONDS_EACH - (SECONDS - target_start)))
@@ -148,7 +160,7 @@ for target in "${targets[@]}"; do
   done
   rm -f "$segment"
   fuzzed=$((SECONDS - target_start))
-  cpu=$((($(children_cpu_ticks) - cpu_start) / $(getconf CLK_TCK)))
+  cpu=$((($(children_cpu_ticks "$me") - cpu_start) / $(getconf CLK_TCK)))
   execs=$((runs / (fuzzed > 0 ? fuzzed : 1)))
   cov="$(grep -oE 'cov: [0-9]+' <<<"$last_line" | grep -oE '[0-9]+' || echo 0)"
   ft="$(grep -oE 'ft: [0-9]+' <<<"$last_line" | grep -oE '[0-9]+' || echo 0)"
@@ -163,8 +175,20 @@ for target in "${targets[@]}"; do
     note "fuzz_$target: FINDINGS in $findings (log: $out):"
     grep -aE 'ERROR: |FUZZ FINDING|runtime error|SUMMARY' "$out" | head -n 5 >&2 || true
   fi
+  echo "$target $fuzzed $cpu $runs $execs $cov $ft $corp $found $stalls" >"$BUILD_DIR/fuzz-$target.row"
+}
+for target in "${targets[@]}"; do
+  rm -f "$BUILD_DIR/fuzz-$target.row"
+  while (($(jobs -rp | wc -l) >= PARALLEL)); do wait -n || true; done
+  (fuzz_one "$target") &
+done
+wait
+for target in "${targets[@]}"; do
+  row="$(cat "$BUILD_DIR/fuzz-$target.row" 2>/dev/null || echo "$target 0 0 0 0 0 0 0 1 0")"  # no row: it died
+  rm -f "$BUILD_DIR/fuzz-$target.row"
+  read -r _ _ _ _ _ _ _ _ found _ <<<"$row"
   total_findings=$((total_findings + found))
-  rows+=("$target $fuzzed $cpu $runs $execs $cov $ft $corp $found $stalls")
+  rows+=("$row")
 done
 
 # --- table and JSON
