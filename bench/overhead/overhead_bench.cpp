@@ -17,6 +17,12 @@
 //   overhead_bench memory  [--trials N] [--slots S]       peak RSS of the driver after N trials
 //   overhead_bench store   [--reports N]                  the store alone: one result per
 //                                                         transaction, 64 per transaction, empty ones
+//   overhead_bench parts   [--trials N] [--slots S] [--reports R]
+//                                                         N in-process trials of R reports with
+//                                                         the driver's profile on (TUNE_PROFILE,
+//                                                         tuner/exec/profile.h) and the progress
+//                                                         table every 0.05 s: each part's calls
+//                                                         and seconds
 //
 // Options: --seed N, --keep (leave the temp store), --tmp DIR (parent of the store).
 // Throughputs are timed around Tuner::fit() (store open to results loaded),
@@ -37,6 +43,7 @@
 #include <iostream>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -62,7 +69,7 @@ struct Options {
 
 [[noreturn]] void usage(const std::string& message) {
   std::cerr << "overhead_bench: " << message
-            << "\nusage: overhead_bench trials|mpi|ideal|results|memory|store [--trials N] [--slots S]"
+            << "\nusage: overhead_bench trials|mpi|ideal|results|memory|store|parts [--trials N] [--slots S]"
                " [--reports R] [--sleep-ms M] [--seed N] [--tmp DIR] [--keep] [--wait]\n";
   std::exit(2);
 }
@@ -424,6 +431,35 @@ tune::Json bench_store(const Options& o) {
   return out;
 }
 
+// 5. Where a trial's and a result's cost goes: the driver's own profile.
+tune::Json bench_parts(const Options& o) {
+  const long n = o.trials > 0 ? o.trials : 1000;
+  const int slots = o.slots > 0 ? o.slots : 2;
+  const long reports = o.reports > 0 ? o.reports : 5;
+  TempStore store(o, "parts");
+  const std::string profile = store.path() + "/profile.json";
+  // Read once, at the driver's first profiled call: set before the sweep starts.
+  setenv("TUNE_PROFILE", profile.c_str(), 1);
+  tune::SweepSpec spec = base_spec(o, "parts", n);
+  tune::RunConfig run = run_config(store, slots);
+  run.verbose = true;  // the progress table is a part too (to stderr)
+  run.progress_interval_s = 0.05;
+  tune::Tuner tuner(
+      [reports](tune::Session& s) {
+        const double loss = objective(s.config());
+        for (long i = 0; i < reports; ++i) s.report({{"loss", loss + static_cast<double>(i)}});
+      },
+      spec, run);
+  Fit fit = timed_fit(tuner, store.path(), spec.name);
+  std::ifstream in(profile);
+  if (!in) throw std::runtime_error("the driver wrote no profile to " + profile);
+  tune::Json parts = tune::Json::parse(in);
+  tune::Json out = common(o, "driver_parts");
+  out.update({{"trials", n}, {"slots", slots}, {"reports", reports}, {"wall_s", fit.wall_s},
+              {"terminated", fit.terminated}, {"results_rows", fit.results}, {"parts", parts["parts"]}});
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -440,6 +476,7 @@ int main(int argc, char** argv) {
     else if (o.mode == "results") out = bench_results(o);
     else if (o.mode == "memory") out = bench_memory(o);
     else if (o.mode == "store") out = bench_store(o);
+    else if (o.mode == "parts") out = bench_parts(o);
     else usage("unknown mode '" + o.mode + "'");
   } catch (const std::exception& e) {
     std::cerr << "overhead_bench " << o.mode << ": " << e.what() << "\n";

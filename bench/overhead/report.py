@@ -85,6 +85,72 @@ def verdict(ok):
     return "n/a" if ok is None else ("ok" if ok else "MISSED")
 
 
+PART_NOTES = {
+    "launch": "what can start, starts (holds suggest, add_trial, start)",
+    "suggest": "the searcher's suggest()",
+    "add_trial": "a new trial's row, scheduler on_trial_add",
+    "start": "the attempt to the executor, its rows",
+    "wait": "blocked for events (not a cost)",
+    "poll": "the executor's poll()",
+    "result": "a result: row, searcher, scheduler, decision",
+    "end": "an attempt's end: status row, searcher, scheduler",
+    "state_save": "scheduler/searcher state to the store",
+    "commit": "the batch's transaction commits",
+    "reply": "verdicts to the trials after the commit",
+    "housekeeping": "timeouts, leases, budget, progress",
+    "progress": "the progress table (every 0.05 s here)",
+    "folder": "a trial's folder (trial's thread)",
+    "loop": "the whole driver loop (Driver::step)",
+}
+
+
+def parts_table(runs):
+    """Each part of the driver's loop per trial: time (the driver's own profile, median over
+    the `parts` runs) and instructions (callgrind, `parts_ir`). None when there is neither."""
+    timed = runs.get("parts", [])
+    ir = first(runs, "parts_ir")
+    if not timed and not ir:
+        return None
+    known = set(timed[0]["parts"]) if timed else set()
+    if ir:
+        known |= set(ir["parts"])
+    names = [p for p in PART_NOTES if p in known] + sorted(known - set(PART_NOTES))  # the loop's order
+    rows = {}
+    for name in names:
+        row = {}
+        per_trial = [r["parts"][name]["seconds"] * 1e6 / r["trials"] for r in timed if name in r["parts"]]
+        per_call = [r["parts"][name]["seconds"] * 1e6 / r["parts"][name]["calls"]
+                    for r in timed if name in r["parts"] and r["parts"][name]["calls"]]
+        calls = [r["parts"][name]["calls"] / r["trials"] for r in timed if name in r["parts"]]
+        if per_trial:
+            row["us_per_trial"] = statistics.median(per_trial)
+            row["us_per_trial_min"], row["us_per_trial_max"] = min(per_trial), max(per_trial)
+            row["calls_per_trial"] = statistics.median(calls)
+        if per_call:
+            row["us_per_call"] = statistics.median(per_call)
+        if ir and name in ir["parts"]:
+            row["ir_per_trial"] = ir["parts"][name]["ir_per_trial"]
+        rows[name] = row
+    head = "%-13s %11s %10s %24s %12s  %s"
+    print()
+    what = ("%d runs of %d in-process trials x %d reports, 2 slots" % (len(timed), timed[0]["trials"], timed[0]["reports"])
+            if timed else "no timed runs")
+    print("driver parts per trial (%s; time: the driver's profile, TUNE_PROFILE, median (min-max);" % what)
+    print("  instructions: callgrind, %s)" % ("%d trials x %d reports, the tune::core binary" % (ir["trials"], ir["reports"])
+                                              if ir else "valgrind not installed"))
+    print(head % ("part", "calls/trial", "us/call", "us/trial", "Ir/trial", "what"))
+    for name, row in rows.items():
+        span = ("%.1f (%.1f-%.1f)" % (row["us_per_trial"], row["us_per_trial_min"], row["us_per_trial_max"])
+                if "us_per_trial" in row else "-")
+        print(head % (name, "%.2f" % row["calls_per_trial"] if "calls_per_trial" in row else "-",
+                      "%.2f" % row["us_per_call"] if "us_per_call" in row else "-", span,
+                      "{:,.0f}".format(row["ir_per_trial"]) if "ir_per_trial" in row else "-", PART_NOTES.get(name, "")))
+    if timed:
+        wall = statistics.median(r["wall_s"] * 1e6 / r["trials"] for r in timed)
+        print("wall per trial (fit(), 2 slots): %.1f us; results per trial: %d" % (wall, timed[0]["reports"]))
+    return {"rows": rows, "program_ir_per_trial": ir and ir["program_ir"] and ir["program_ir"] / ir["trials"]}
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("runs")
@@ -226,6 +292,7 @@ def main():
     if optuna_run is None:
         lines.append("(Optuna peer skipped: not importable)")
     print("\n".join(lines))
+    parts = parts_table(runs)
 
     out = {
         "benchmark": "overhead",
@@ -243,6 +310,7 @@ def main():
             ("overhead_over_ideal_pct", "ideal", "overhead_pct"),
             ("overhead_over_bare_threads_pct", "ideal", "overhead_vs_bare_pct"))},
         "runs": [dict(r, label=label) for label, rs in runs.items() for r in rs],
+        "parts": parts,
     }
     print(json.dumps(out, separators=(",", ":")))
     return 0

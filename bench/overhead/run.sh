@@ -61,6 +61,19 @@ run mpi_core "$CORE_BIN" mpi --trials "$TRIALS" --slots 2 --seed "$SEED"
 run memory "$TUNE_BIN" memory --trials "$MEMORY_TRIALS" --slots 2 --seed "$SEED"
 run memory_core "$CORE_BIN" memory --trials "$MEMORY_TRIALS" --slots 2 --seed "$SEED"
 run store "$CORE_BIN" store --reports 20000 --seed "$SEED"
+# Where a trial's cost goes: the driver's profile (seconds per part), and the instructions per
+# part under callgrind (bench/overhead/parts.sh; valgrind is part of every Debian dev setup).
+PARTS_TRIALS=1000 PARTS_CG_TRIALS=300
+[[ $QUICK == 1 ]] && PARTS_TRIALS=100 PARTS_CG_TRIALS=30
+for i in $(seq "$REPEAT"); do
+  run parts "$TUNE_BIN" parts --trials "$PARTS_TRIALS" --reports 5 --slots 2 --seed "$((SEED + i))"
+done
+if command -v valgrind >/dev/null; then
+  note "parts under callgrind: $(basename "$CORE_BIN") parts --trials $PARTS_CG_TRIALS --reports 5"
+  printf 'parts_ir\t%s\n' "$("$ROOT/bench/overhead/parts.sh" "$CORE_BIN" "$SCRATCH" "$PARTS_CG_TRIALS" 5 | tail -n 1)" >>"$RUNS"
+else
+  note "valgrind is not installed: no instruction counts per part (apt-get install valgrind)"
+fi
 
 if "$PYTHON" -c "import optuna" 2>/dev/null; then
   run optuna "$PYTHON" "$PEER" --trials "$TRIALS" --seed "$SEED"

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <deque>
 #include <iostream>
 #include <map>
 
@@ -13,6 +14,7 @@
 #include "tuner/driver/driver_impl.h"
 #include "tuner/driver/progress.h"
 #include "tuner/exec/hosts.h"
+#include "tuner/exec/profile.h"
 #include "tuner/exec/session_base.h"
 #include "tuner/exec/trial_processes.h"
 #include "tuner/exec/transport.h"
@@ -205,6 +207,7 @@ PlacementRequest Driver::request() const {
 }
 
 void Driver::launch_ready() {
+  profile::Scope timed(profile::Part::kLaunch);
   const int limit = sweep_.spec.max_concurrent_trials;
   while (!stopping_ && pool_.fits(request()) && (limit == 0 || static_cast<int>(live_.size()) < limit)) {
     std::optional<int64_t> index = next_trial();
@@ -229,11 +232,16 @@ std::optional<int64_t> Driver::next_trial() {
     if (next.kind == TrialStateMachine::Next::kStart) return next.trial;
     if (next.kind == TrialStateMachine::Next::kWait) waiting_ = {lifecycle_.version(), attempts_ended_};
     if (next.kind == TrialStateMachine::Next::kNone || next.kind == TrialStateMachine::Next::kWait) return std::nullopt;
-    std::optional<Json> config = sweep_.searcher->suggest(next_index_);
+    std::optional<Json> config;
+    {
+      profile::Scope timed(profile::Part::kSuggest);
+      config = sweep_.searcher->suggest(next_index_);
+    }
     if (!config) {
       lifecycle_.no_more_trials(*sweep_.scheduler);  // then look again
       continue;
     }
+    profile::Scope timed(profile::Part::kAddTrial);
     TrialState trial;
     trial.index = next_index_++;
     trial.config = std::move(*config);
@@ -250,6 +258,7 @@ std::optional<int64_t> Driver::next_trial() {
 // commits before the trial can learn anything): a trial waits only for what
 // it needs.
 void Driver::start(TrialState& trial, const Placement& placement) {
+  profile::Scope timed(profile::Part::kStart);
   const double now = clock_.now();
   trial.attempt += 1;
   lifecycle_.start(trial.index);
@@ -290,15 +299,22 @@ bool Driver::step(std::chrono::microseconds max_wait) {
     Transaction txn(*store_);
     hold_lease();
     launch_ready();
-    txn.commit();
+    commit(txn);
   }
   // launch_ready() started whatever could start; with nothing running,
   // nothing ever will (searcher done, or the scheduler holds the rest),
   // unless hosts taken out are being checked again.
   if (live_.empty() && !waiting_for_hosts()) return false;
 
-  auto events = events_.take(max_wait);
-  executor_->poll();
+  std::deque<TrialEvent> events;
+  {
+    profile::Scope timed(profile::Part::kWait);
+    events = events_.take(max_wait);
+  }
+  {
+    profile::Scope timed(profile::Part::kPoll);
+    executor_->poll();
+  }
   if (!events.empty()) {
     std::vector<Reply> replies;
     Transaction txn(*store_);
@@ -306,17 +322,28 @@ bool Driver::step(std::chrono::microseconds max_wait) {
     for (TrialEvent& event : events) handle(event, replies);
     launch_ready();  // start successors in the same commit
     save_states(false);
-    txn.commit();
+    commit(txn);
     // Only now, with the batch durable, do trials learn the verdicts.
-    for (auto& [reply, verdict] : replies) {
-      if (reply) reply(verdict);
-    }
+    send(replies);
   }
   housekeeping();
   return true;
 }
 
+void Driver::commit(Transaction& txn) {
+  profile::Scope timed(profile::Part::kCommit);
+  txn.commit();
+}
+
+void Driver::send(std::vector<Reply>& replies) {
+  profile::Scope timed(profile::Part::kReply);
+  for (auto& [reply, verdict] : replies) {
+    if (reply) reply(verdict);
+  }
+}
+
 void Driver::housekeeping() {
+  profile::Scope timed(profile::Part::kHousekeeping);
   const double now = clock_.now();
   if (sweep_.spec.failure.result_timeout_s) end_hung_trials(now);
   if (!pool_.single_host()) hosts_housekeeping();
@@ -376,6 +403,7 @@ void Driver::stop_and_requeue(const std::string& reason) {
 // Scheduler state (rungs, pauses, lineage) for `tune resume`: saved with the
 // batch at most once a second (its size grows with the trials), and at the end.
 void Driver::save_states(bool force) {
+  profile::Scope timed(profile::Part::kStateSave);
   const double now = clock_.now();
   // A pause or exploit is saved with its batch: a restored scheduler must know
   // every trial the store shows PAUSED (e.g. its ASHA rung), or it is orphaned.
@@ -459,6 +487,7 @@ std::string Driver::run() {
     while (step(std::chrono::milliseconds(50))) {
     }
     finish();
+    profile::write_if_enabled();
   } catch (const std::exception& e) {
     // A write that did not commit was not acknowledged: the store holds every
     // result a trial was told about, and `tune resume` goes on from there.
@@ -472,6 +501,7 @@ std::string Driver::run() {
 }
 
 void Driver::print_progress(bool final) {
+  profile::Scope timed(profile::Part::kProgress);
   std::vector<ProgressRow> rows;
   rows.reserve(trials_.size());
   for (const auto& [index, trial] : trials_) {

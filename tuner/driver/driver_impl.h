@@ -25,6 +25,11 @@
 #include "tuner/driver/live_report.h"
 #include "tuner/exec/resource_pool.h"
 
+// The parts of the loop that tuner/exec/profile.h times are functions of their
+// own, never inlined, so that callgrind reports each one's instructions too
+// (bench/overhead/parts.sh).
+#define TUNE_PROFILED [[gnu::noinline]]
+
 namespace tune::internal {
 
 // The driver's view of one trial.
@@ -83,23 +88,26 @@ class Driver {
   static constexpr double kLeaseTimeout = 60;      // s without a heartbeat: the holder is gone
   static constexpr double kHeartbeatInterval = 2;  // s
   void load_experiment();
-  void launch_ready();
+  TUNE_PROFILED void launch_ready();
   std::optional<int64_t> next_trial();
-  void start(TrialState& trial, const Placement& placement);
+  TUNE_PROFILED void start(TrialState& trial, const Placement& placement);
   PlacementRequest request() const;
-  void housekeeping();
+  TUNE_PROFILED void housekeeping();
+  TUNE_PROFILED void commit(Transaction& txn);
+  TUNE_PROFILED void send(std::vector<Reply>& replies);
   void end_hung_trials(double now);
   void interrupt();
   void stop_and_requeue(const std::string& reason);
-  void save_states(bool force);
-  void print_progress(bool final);
+  TUNE_PROFILED void save_states(bool force);
+  TUNE_PROFILED void print_progress(bool final);
   std::optional<double> eta() const;
   void drain();
 
   // trial_events.cpp
   void handle(TrialEvent& event, std::vector<Reply>& replies);
   TrialState* current(const AttemptId& attempt);
-  Verdict on_result(TrialState& trial, TrialEvent& event);
+  TUNE_PROFILED Verdict on_result(TrialState& trial, TrialEvent& event);
+  TUNE_PROFILED void on_end(TrialState* trial, const TrialEvent& event);
   void record_checkpoint(TrialState& trial, const std::string& path);
   bool stop_criteria_met(const TrialState& trial, const Json& result) const;
   bool next_result_runs_ahead(const TrialState& trial) const;
@@ -118,7 +126,7 @@ class Driver {
   void fail(TrialState& trial, const std::string& message, bool host_lost = false,
             const std::vector<std::string>& lost_hosts = {}, const std::vector<std::string>& suspects = {});
   static constexpr int kMaxHostLossesPerTrial = 10;
-  void attempt_ended(const TrialEvent& event);
+  TUNE_PROFILED void attempt_ended(const TrialEvent& event);
 
   // driver_hosts.cpp: the hosts of a multi-host sweep over its life
   void preflight();

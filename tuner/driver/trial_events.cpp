@@ -9,6 +9,7 @@
 #include "base/names.h"
 #include "tuner/driver/checkpoints.h"
 #include "tuner/driver/driver_impl.h"
+#include "tuner/exec/profile.h"
 
 namespace tune::internal {
 
@@ -35,19 +36,25 @@ void Driver::handle(TrialEvent& event, std::vector<Reply>& replies) {
       replies.emplace_back(std::move(event.reply), trial ? on_result(*trial, event) : Verdict::kStop);
       return;
     case TrialEvent::Kind::kEnded:
-      attempt_ended(event);
-      if (trial) terminate(*trial);  // the trainable returned on its own
-      return;
     case TrialEvent::Kind::kFailed:
-      attempt_ended(event);
-      // Across hosts a lost attempt is the host's failure, not the trial's.
-      if (trial) {
-        const std::vector<std::string> none;
-        fail(*trial, event.message, event.lost && !pool_.single_host(), event.blame_uncertain ? none : event.lost_hosts,
-             event.blame_uncertain ? event.lost_hosts : none);
-      }
+      on_end(trial, event);
       return;
   }
+}
+
+// An attempt ended: on its own (the trainable returned) or failed.
+void Driver::on_end(TrialState* trial, const TrialEvent& event) {
+  profile::Scope timed(profile::Part::kEnd);
+  attempt_ended(event);
+  if (!trial) return;
+  if (event.kind == TrialEvent::Kind::kEnded) {
+    terminate(*trial);  // the trainable returned on its own
+    return;
+  }
+  // Across hosts a lost attempt is the host's failure, not the trial's.
+  const std::vector<std::string> none;
+  fail(*trial, event.message, event.lost && !pool_.single_host(), event.blame_uncertain ? none : event.lost_hosts,
+       event.blame_uncertain ? event.lost_hosts : none);
 }
 
 // The attempt's hosts are free again. An attempt that ended well clears its
@@ -77,6 +84,7 @@ void Driver::attempt_ended(const TrialEvent& event) {
 }
 
 Verdict Driver::on_result(TrialState& trial, TrialEvent& event) {
+  profile::Scope timed(profile::Part::kResult);
   const double now = clock_.now(), unix_now = clock_.unix_time();
   Json result = std::move(event.metrics);
   if (!result.is_object()) result = Json{{"value", result}};

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "base/error.h"
+#include "tuner/exec/profile.h"
 #include "tuner/spec/sweep_spec.h"
 
 namespace tune::internal {
@@ -106,6 +107,7 @@ bool run_job(const std::shared_ptr<ThreadExecutor::Core>& core, const std::share
   try {
     // The trial's folder, made here rather than on the driver's loop.
     if (!job->trial.trial_dir.empty()) {
+      profile::Scope timed(profile::Part::kFolder);
       std::error_code ec;
       std::filesystem::create_directories(job->trial.trial_dir, ec);
       if (ec) throw Error("cannot make the trial's folder " + job->trial.trial_dir + ": " + ec.message());
