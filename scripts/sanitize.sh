@@ -8,7 +8,8 @@
 #         instrumentation to the same sanitizers), so that the fuzz targets
 #         come from this build too: CI builds the core twice, not three times.
 #   tsan  build-tsan/: TSan, the tests of the driver, the executors, the
-#         in-process Tuner and the store (ctest -R "$TSAN_TESTS")
+#         in-process Tuner and the store (ctest -R "$TSAN_TESTS"), from one
+#         binary of just their files (tsan_tests, tests/CMakeLists.txt)
 #   fuzz  every libFuzzer target (tests/fuzz) for FUZZ_SECONDS (default 15)
 #         each, JOBS at a time
 #         each, from build-asan/ (bench/fuzz/run.sh)
@@ -92,8 +93,9 @@ build_asan() {
 }
 
 build_tsan() {
-  timed "tsan configure" configure build-tsan "-fsanitize=thread -fno-omit-frame-pointer" || return 1
-  timed "tsan build" cmake --build build-tsan -j"$JOBS" --target tuner_tests storage_tests
+  # tsan_tests: only the test files whose suites TSAN_TESTS runs (tests/CMakeLists.txt).
+  timed "tsan configure" configure build-tsan "-fsanitize=thread -fno-omit-frame-pointer" -DTUNE_TSAN_TESTS=ON || return 1
+  timed "tsan build" cmake --build build-tsan -j"$JOBS" --target tsan_tests
 }
 
 # Both sanitizer builds at once, at nice 19 (the `build` mode).

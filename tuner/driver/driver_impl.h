@@ -88,6 +88,7 @@ class Driver {
   static constexpr double kLeaseTimeout = 60;      // s without a heartbeat: the holder is gone
   static constexpr double kHeartbeatInterval = 2;  // s
   void load_experiment();
+  bool may_launch() const;
   TUNE_PROFILED void launch_ready();
   std::optional<int64_t> next_trial();
   TUNE_PROFILED void start(TrialState& trial, const Placement& placement);
@@ -177,14 +178,14 @@ class Driver {
   bool state_changed_ = false;  // a pause/exploit in this batch: save scheduler state now
   bool stopping_ = false, interrupted_ = false;
   double started_ = 0, last_progress_ = 0, last_state_save_ = 0;
-  double last_state_save_cost_ = 0;
+  double last_state_save_cost_ = 0;  // seconds the last save of the scheduler's state took
   // next_trial(): when every queued trial waited for its old attempt (kWait),
   // the lifecycle's version and attempts_ended_ then; unchanged, so is the answer.
   struct Waiting {
     uint64_t version = ~uint64_t{0};
     int64_t attempts_ended = -1;
   } waiting_;
-  int64_t attempts_ended_ = 0;  // seconds the last save of the scheduler's state took
+  int64_t attempts_ended_ = 0;  // attempts ended so far
   std::optional<LeaseRecord> lease_;  // held while this driver runs the experiment
   double last_heartbeat_ = 0;
   bool lease_lost_ = false;
