@@ -333,7 +333,13 @@ def case_pbt_across_hosts():
             crossed += 1
     check(crossed >= 1, "no exploit restored a checkpoint from the other host")
     t = trials(storage, "pbt")
-    check(all(v["status"] == "TERMINATED" and v["iteration"] == 24 for v in t.values()),
+    # A trial reaches 24 by its own results, or by cloning a donor's checkpoint of iteration 24
+    # (then nothing is left to run and its last result stays where the exploit found it).
+    last_donor_iteration = dict(db.execute(
+        "SELECT t.trial_index, (SELECT x.donor_iteration FROM exploits x WHERE x.trial_id = t.id "
+        "ORDER BY x.id DESC LIMIT 1) FROM trials t").fetchall())
+    check(all(v["status"] == "TERMINATED" and (v["iteration"] == 24 or last_donor_iteration.get(int(k.split("_")[-1])) == 24)
+              for k, v in t.items()),
           "every trial should end at iteration 24: " + str({k: (v["status"], v["iteration"]) for k, v in t.items()}))
     print(f"ok: {len(exploits)} exploits, {crossed} across hosts, restored state checked")
 
@@ -590,7 +596,12 @@ def case_blame():
     retries = events(storage, "trial_retry")
     check(retries, "the kill cost no attempt: the test did not test")
     for _, _, _, d in retries:
-        check(d["host_lost"] and d["hosts"] == [HOST2], f"a lost attempt blamed {d['hosts']}, not {HOST2}: {d}")
+        # A group that was still starting when the host died ends before it connected: no
+        # rank can tell which host failed, so its hosts are suspects, each checked again
+        # (HOST1 passes: it is not taken out, below); every other lost attempt blames HOST2.
+        uncertain = d["hosts"] == [] and HOST2 in d.get("suspects", []) and "before it connected" in d["message"]
+        check(d["host_lost"] and (d["hosts"] == [HOST2] or uncertain),
+              f"a lost attempt blamed {d['hosts']}, not {HOST2}: {d}")
     hosts = host_table(storage, "blame")
     check(hosts[HOST1]["lost"] == 0 and hosts[HOST1]["state"] == "active", f"{HOST1} did nothing wrong: {hosts}")
     excluded = [d["host"] for _, _, _, d in events(storage, "hosts_excluded")]
