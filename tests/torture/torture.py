@@ -143,15 +143,27 @@ class Run:
                       if rank is not None and pid != driver_pid)
 
     def execute(self, when, victim):
-        """when: None (no kill), ("time", s): s after the start, or ("ack", k, s): s after the k-th ack."""
+        """when: None (no kill), ("time", s): s after the start, or ("ack", k, f, fallback): after
+        the k-th ack, f times this run's own interval between acks so far (fallback seconds, the
+        control run's, before two acks have come): a box whose pace changes between runs (other
+        tests, builds) still has its kills land between results, not after the run."""
         t0 = time.monotonic()
         driver = self.start([self.args.tune, "run", self.sweep, "--storage", self.storage, "--slots",
                              str(self.args.slots), "--quiet"], "run.log")
         if when is not None:
             if when[0] == "ack":
-                while count_lines(self.acks) < when[1] and driver.poll() is None:
+                first_ack = None
+                while True:
+                    count = count_lines(self.acks)
+                    if count >= 1 and first_ack is None:
+                        first_ack = time.monotonic()
+                    if count >= when[1] or driver.poll() is not None:
+                        break
                     time.sleep(0.002)
-                deadline = time.monotonic() + when[2]
+                interval = when[3]
+                if first_ack is not None and count >= 2:
+                    interval = (time.monotonic() - first_ack) / (count - 1)
+                deadline = time.monotonic() + when[2] * interval
             else:
                 deadline = t0 + when[1]
             while time.monotonic() < deadline and driver.poll() is None:
@@ -340,7 +352,7 @@ def main():
     # and around results as often as during start-up.
     span = max(control.duration, 1.0)
     total = max(control.ack_count, 1)
-    gap = 2.0 * (control.ack_span / total if control.ack_span else 0.1)
+    interval = control.ack_span / total if control.ack_span else 0.05
     runs = [control]
     for index in range(1, args.runs + 1):
         run = Run(args, index, rng, root)
@@ -349,7 +361,7 @@ def main():
             run.execute(("time", rng.uniform(0.0, span)), victim)
         else:
             # Before the last result: after it the run is all but over.
-            run.execute(("ack", rng.randrange(max(total - 1, 1)), rng.uniform(0.0, gap)), victim)
+            run.execute(("ack", rng.randrange(max(total - 1, 1)), rng.uniform(0.0, 2.0), interval), victim)
         runs.append(run)
         if run.problems:
             print("run %d FAILED: %s" % (index, " | ".join(run.problems)), file=sys.stderr)
