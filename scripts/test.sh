@@ -17,8 +17,10 @@ phase() {  # NAME COMMAND...: runs it and records how long it took
   phases+=("$name $((SECONDS - begin)) s")
   current=""
 }
-# A failed phase still prints the times so far (CI shows only the log's tail).
-trap 'status=$?; [ $status -ne 0 ] && echo "test.sh: FAILED in ${current:-?} after $((SECONDS - start)) s (${phases[*]/%/;})" >&2' EXIT
+# A failed phase still prints the times so far (CI shows only the log's tail); the background
+# sanitizer builds (below), if still running, are stopped with their compilers.
+sanitize_builds=""
+trap 'status=$?; [ -n "$sanitize_builds" ] && kill -- "-$sanitize_builds" 2>/dev/null; [ $status -ne 0 ] && echo "test.sh: FAILED in ${current:-?} after $((SECONDS - start)) s (${phases[*]/%/;})" >&2' EXIT
 phase deps scripts/install-deps.sh --for test
 # The core (no libtorch) under ASan+UBSan (unit tests) and TSan (driver, executors, store), and
 # each fuzz target for 15 s (clang; scripts/sanitize.sh). TUNE_SANITIZE=0 skips them.
@@ -27,13 +29,11 @@ sanitize="${TUNE_SANITIZE:-1}"
 # its tests leave a core idle about a third of the time (tests that wait on timeouts, peers and
 # processes; a build's last batches), and the sanitizer builds take that time instead of
 # running after them.
-sanitize_builds=""
 if [ "$sanitize" != 0 ]; then
   mkdir -p build-logs
-  # Its own process group (setsid), so that a failure here stops its compilers too.
+  # Its own process group (setsid), so that the trap above can stop its compilers too.
   setsid scripts/sanitize.sh build >build-logs/sanitize-build.log 2>&1 &
   sanitize_builds=$!
-  trap 'status=$?; [ -n "$sanitize_builds" ] && kill -- "-$sanitize_builds" 2>/dev/null; [ $status -ne 0 ] && echo "test.sh: FAILED in ${current:-?} after $((SECONDS - start)) s (${phases[*]/%/;})" >&2' EXIT
 fi
 phase build scripts/build.sh
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1

@@ -126,7 +126,7 @@ class Driver {
   void fail(TrialState& trial, const std::string& message, bool host_lost = false,
             const std::vector<std::string>& lost_hosts = {}, const std::vector<std::string>& suspects = {});
   static constexpr int kMaxHostLossesPerTrial = 10;
-  TUNE_PROFILED void attempt_ended(const TrialEvent& event);
+  void attempt_ended(const TrialEvent& event);
 
   // driver_hosts.cpp: the hosts of a multi-host sweep over its life
   void preflight();
