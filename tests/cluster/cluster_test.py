@@ -292,6 +292,28 @@ checkpoint: {num_to_keep: 2}
 """
 
 
+def checkpointed_state(db, trial, when):
+    """The state in TRIAL's latest checkpoint at time WHEN, where it came from
+    ([(trial row, iteration), ...]) and the attempt whose result wrote it.
+    A trial exploited and not yet run again holds its donor's checkpoint (PBT
+    then ranks it with its donor's score, so it can be a donor itself): the
+    chain of exploits is followed back to the result that wrote it."""
+    chain = []
+    while len(chain) < 100:
+        result = db.execute("SELECT time, iteration, metrics_json, attempt FROM results WHERE trial_id = ? AND time <= ? "
+                            "ORDER BY id DESC LIMIT 1", (trial, when)).fetchone()
+        exploit = db.execute("SELECT time, donor_trial_id, donor_iteration FROM exploits WHERE trial_id = ? "
+                             "AND time <= ? ORDER BY id DESC LIMIT 1", (trial, when)).fetchone()
+        if exploit and (result is None or exploit[0] >= result[0]):
+            chain.append((trial, exploit[2]))
+            when, trial = exploit[0], exploit[1]
+            continue
+        check(result is not None, f"trial {trial} has no result before {when}")
+        chain.append((trial, result[1]))
+        return json.loads(result[2])["state"], chain, result[3]
+    check(False, f"a cycle of exploits: {chain}")
+
+
 def case_pbt_across_hosts():
     """Exploits restore a donor's checkpoint that was written on the other host."""
     wait_until_clean()
@@ -306,11 +328,12 @@ def case_pbt_across_hosts():
     started = events(storage, "trial_started")
     crossed = 0
     for trial, donor, iteration, donor_iteration, when, new_config in exploits:
-        # Where the donor's checkpoint was written: the donor's attempt that
-        # reported iteration donor_iteration.
-        donor_attempt = db.execute("SELECT attempt FROM results WHERE trial_id = ? AND iteration = ? AND time <= ? "
-                                   "ORDER BY id DESC LIMIT 1", (donor, donor_iteration, when)).fetchone()
-        donor_host = [d["host"] for _, t, _, d in started if t == donor and d["attempt"] == donor_attempt[0]]
+        # The donor's checkpoint then, and where it was written: the attempt whose
+        # result wrote it (of the donor, or of the donor's own donor).
+        donor_state, chain, origin_attempt = checkpointed_state(db, donor, when)
+        check(chain[-1][1] == donor_iteration,
+              f"trial {trial} exploited trial {donor} at {donor_iteration}: its checkpoint then was {chain}")
+        donor_host = [d["host"] for _, t, _, d in started if t == chain[-1][0] and d["attempt"] == origin_attempt]
         # The recipient's next attempt restores it.
         after = [(d["host"], d["iteration"], d["attempt"]) for i, t, _, d in started if t == trial]
         nxt = db.execute("SELECT attempt, iteration, metrics_json FROM results WHERE trial_id = ? AND time > ? "
@@ -321,14 +344,11 @@ def case_pbt_across_hosts():
         host = [h for h, _, a in after if a == attempt]
         check(first_iteration == donor_iteration + 1,
               f"trial {trial} exploited at {donor_iteration}: its next result is iteration {first_iteration}")
-        # The state restored is the donor's: state = donor's state + new x.
-        donor_state = json.loads(db.execute("SELECT metrics_json FROM results WHERE trial_id = ? AND iteration = ? "
-                                            "AND attempt = ? ORDER BY id DESC LIMIT 1",
-                                            (donor, donor_iteration, donor_attempt[0])).fetchone()[0])["state"]
+        # The state restored is the donor's checkpoint's: state = its state + new x.
         x = json.loads(new_config)["x"]
         state = json.loads(metrics)["state"]
         check(abs(state - (donor_state + x)) < 1e-6 * max(1, abs(state)),
-              f"trial {trial}: state {state} after restoring donor state {donor_state} with x {x}")
+              f"trial {trial}: state {state} after restoring donor state {donor_state} ({chain}) with x {x}")
         if donor_host and host and donor_host[0] != host[0]:
             crossed += 1
     check(crossed >= 1, "no exploit restored a checkpoint from the other host")

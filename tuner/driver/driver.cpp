@@ -206,10 +206,17 @@ PlacementRequest Driver::request() const {
           r.placement == "spread" ? PlacementPolicy::kSpread : PlacementPolicy::kPack};
 }
 
+// Whether launch_ready() may start anything: a free place, and a queue not known
+// to wait on attempts that are still ending (next_trial()).
+bool Driver::may_launch() const {
+  const int limit = sweep_.spec.max_concurrent_trials;
+  return !stopping_ && pool_.fits(request()) && (limit == 0 || static_cast<int>(live_.size()) < limit) &&
+         !(waiting_.version == lifecycle_.version() && waiting_.attempts_ended == attempts_ended_);
+}
+
 void Driver::launch_ready() {
   profile::Scope timed(profile::Part::kLaunch);
-  const int limit = sweep_.spec.max_concurrent_trials;
-  while (!stopping_ && pool_.fits(request()) && (limit == 0 || static_cast<int>(live_.size()) < limit)) {
+  while (may_launch()) {
     std::optional<int64_t> index = next_trial();
     if (!index) break;
     start(trials_.at(*index), *pool_.acquire(request()));
@@ -295,7 +302,8 @@ void Driver::start(TrialState& trial, const Placement& placement) {
 }
 
 bool Driver::step(std::chrono::microseconds max_wait) {
-  {
+  // While every place is taken (most turns of a busy sweep) no transaction at all.
+  if (may_launch()) {
     Transaction txn(*store_);
     hold_lease();
     launch_ready();

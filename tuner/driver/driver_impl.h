@@ -88,6 +88,7 @@ class Driver {
   static constexpr double kLeaseTimeout = 60;      // s without a heartbeat: the holder is gone
   static constexpr double kHeartbeatInterval = 2;  // s
   void load_experiment();
+  bool may_launch() const;
   TUNE_PROFILED void launch_ready();
   std::optional<int64_t> next_trial();
   TUNE_PROFILED void start(TrialState& trial, const Placement& placement);
