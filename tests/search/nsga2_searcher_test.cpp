@@ -163,17 +163,19 @@ TEST(Nsga2Searcher, AsASingleObjectiveGeneticAlgorithmItBeatsRandomSearch) {
     return x * x + y * y + z * z;
   };
   std::vector<double> nsga2_best, random_best;
-  for (uint64_t seed = 1; seed <= 8; ++seed) {
+  for (uint64_t seed = 1; seed <= 24; ++seed) {
     auto nsga2 = make_searcher(model_options("nsga2", seed, {{"population_size", 20}}), space, 300, {});
     auto random = make_searcher(model_options("random", seed), space, 300, {});
     nsga2_best.push_back(testing_util::drive(*nsga2, 300, 1, sphere).best);
     random_best.push_back(testing_util::drive(*random, 300, 1, sphere).best);
   }
-  // Measured: medians 0.150 (nsga2) and 0.527 (random); nsga2 better on 7 of 8 seeds.
+  // 24 seeds: 8 left too much to chance (a change of the random searcher's
+  // stream alone moved the wins from 7 of 8 to 5 of 8). Measured: medians 0.093
+  // (nsga2) and 0.731 (random); nsga2 better on 21 of 24 seeds.
   EXPECT_LT(median(nsga2_best), median(random_best) / 2);
   int wins = 0;
   for (size_t k = 0; k < nsga2_best.size(); ++k) wins += nsga2_best[k] < random_best[k];
-  EXPECT_GE(wins, 6);
+  EXPECT_GE(wins, 17);
 }
 
 TEST(Nsga2Searcher, RejectsBadOptions) {

@@ -99,14 +99,15 @@ Verdict Driver::on_result(TrialState& trial, TrialEvent& event) {
   result["time_total_s"] = trial.time_before_attempt + (now - trial.attempt_started);
   result["timestamp"] = unix_now;
   trial.last_report = now;
-  trial.last_result = result;
-  store_->add_result(trial.row, trial.iteration, trial.attempt, result, unix_now);
+  trial.last_result = std::move(result);  // kept, not copied: the rest reads it there
+  const Json& kept = trial.last_result;
+  store_->add_result(trial.row, trial.iteration, trial.attempt, kept, unix_now);
   if (!event.checkpoint.empty()) record_checkpoint(trial, event.checkpoint);
   if (!event.message.empty()) {  // a checkpoint that did not arrive whole
     store_->add_event(experiment_.id, trial.row, "checkpoint_failed", {{"message", event.message}}, unix_now);
   }
-  sweep_.searcher->on_result(trial.index, result);
-  apply(trial, decide(trial, result));
+  sweep_.searcher->on_result(trial.index, kept);
+  apply(trial, decide(trial, kept));
   if (!running(trial)) return Verdict::kStop;
   return next_result_runs_ahead(trial) ? Verdict::kRunAhead : Verdict::kContinue;
 }
