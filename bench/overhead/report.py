@@ -174,7 +174,8 @@ def main():
     def ratio(a):
         return None if a is None or not optuna else a / optuna
 
-    durable = all(r["all_durable"] for r in runs.get("results", []))
+    reporters = {label: median(runs, label, "results_per_s") for label in ("results", "results_64", "results_512")}
+    durable = all(r["all_durable"] for label in reporters for r in runs.get(label, []))
     trials_complete = all(r["terminated"] == r["trials"] for k in ("trials", "mpi", "mpi_startup", "mpi_core", "memory")
                           for r in runs.get(k, []))
     figures = {
@@ -198,6 +199,8 @@ def main():
         "gap_between_trials_us_p50": ideal and ideal.get("gap_between_trials_us_p50"),
         "results_per_s": results,
         "results_all_durable": durable,
+        "results_per_s_64_reporters": reporters["results_64"],
+        "results_per_s_512_reporters": reporters["results_512"],
         "peak_rss_mib": memory and memory["peak_rss_mib"],
         "rss_before_fit_mib": memory and memory["rss_before_mib"],
         "peak_rss_core_binary_mib": memory_core and memory_core["peak_rss_mib"],
@@ -271,6 +274,11 @@ def main():
     if r:
         lines.append(head % ("3. results/s committed, %d trials x %d reports" % (r["trials"], r["reports_per_trial"]),
                              fmt(results, ".0f", "/s"), "", "", ">= 20000/s", verdict(goals["results_per_s"])))
+        for label in ("results_64", "results_512"):
+            other = runs.get(label, [{}])[0]
+            if other:
+                lines.append(head % ("   same, %d trials x %d reports at once" % (other["trials"], other["reports_per_trial"]),
+                                     fmt(reporters[label], ".0f", "/s"), "", "", "", ""))
         lines.append(head % ("   rows in results table / expected (every run)",
                              "all" if durable else "MISSING", "", "", "", ""))
     if memory:
@@ -307,6 +315,8 @@ def main():
             ("tune_in_process_trials_per_s", "trials", "trials_per_s"),
             ("tune_mpi_trials_per_s", "mpi", "trials_per_s"),
             ("results_per_s", "results", "results_per_s"),
+            ("results_per_s_64_reporters", "results_64", "results_per_s"),
+            ("results_per_s_512_reporters", "results_512", "results_per_s"),
             ("overhead_over_ideal_pct", "ideal", "overhead_pct"),
             ("overhead_over_bare_threads_pct", "ideal", "overhead_vs_bare_pct"))},
         "runs": [dict(r, label=label) for label, rs in runs.items() for r in rs],

@@ -14,9 +14,9 @@ for arg in "$@"; do
   esac
 done
 
-TRIALS=1000 IDEAL_TRIALS=200 RESULT_REPORTS=5000 MEMORY_TRIALS=10000 REPEAT=3
+TRIALS=1000 IDEAL_TRIALS=200 RESULT_REPORTS=5000 MEMORY_TRIALS=10000 REPEAT=3 IDEAL_REPEAT=5
 if [[ $QUICK == 1 ]]; then
-  TRIALS=100 IDEAL_TRIALS=8 RESULT_REPORTS=500 MEMORY_TRIALS=500 REPEAT=1
+  TRIALS=100 IDEAL_TRIALS=8 RESULT_REPORTS=500 MEMORY_TRIALS=500 REPEAT=1 IDEAL_REPEAT=1
 fi
 
 bench_build bench_overhead
@@ -52,6 +52,14 @@ for i in $(seq "$REPEAT"); do
   run trials "$TUNE_BIN" trials --trials "$TRIALS" --slots 2 --seed "$((SEED + i))"
   run mpi "$TUNE_BIN" mpi --trials "$TRIALS" --slots 2 --seed "$((SEED + i))"
   run results "$TUNE_BIN" results --trials 8 --slots 8 --reports "$RESULT_REPORTS" --seed "$((SEED + i))"
+  # The same number of results from 64 and 512 trials reporting at once.
+  run results_64 "$TUNE_BIN" results --trials 64 --slots 64 --reports "$((RESULT_REPORTS / 8))" --seed "$((SEED + i))"
+  run results_512 "$TUNE_BIN" results --trials 512 --slots 512 --reports "$((RESULT_REPORTS / 64))" \
+    --seed "$((SEED + i))"
+done
+# The overhead over the ideal: the median of IDEAL_REPEAT runs (and their range), each
+# beside a run with every report() waiting, so a box that drifts hits both alike.
+for i in $(seq "$IDEAL_REPEAT"); do
   run ideal "$TUNE_BIN" ideal --trials "$IDEAL_TRIALS" --slots 2 --reports 10 --sleep-ms 10 --seed "$((SEED + i))"
   run ideal_waiting "$TUNE_BIN" ideal --trials "$IDEAL_TRIALS" --slots 2 --reports 10 --sleep-ms 10 --wait \
     --seed "$((SEED + i))"
