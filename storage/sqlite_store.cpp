@@ -7,10 +7,15 @@
 #include <SQLiteCpp/SQLiteCpp.h>
 #include <sqlite3.h>
 
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <unordered_map>
 
@@ -38,8 +43,35 @@ class SqliteStore final : public Store {
             // seconds; a driver that gave up would end its sweep.
             /*busy_timeout_ms=*/30000),
         read_only_(read_only),
+        path_(path),
         reserve_path_(read_only ? "" : path + "-reserve") {
     keep_reserve();
+  }
+
+  ~SqliteStore() override {
+    if (!checkpointer_.joinable()) return;
+    sqlite3_wal_hook(db_.getHandle(), nullptr, nullptr);
+    {
+      std::lock_guard<std::mutex> lock(checkpoint_mutex_);
+      stop_checkpoints_ = true;
+    }
+    checkpoint_wake_.notify_all();
+    checkpointer_.join();  // before db_ closes: the last close checkpoints what is left
+  }
+
+  void checkpoint_in_background() override {
+    if (read_only_ || checkpointer_.joinable()) return;
+    sqlite3* db = nullptr;
+    // A connection sees the WAL once it has read the database: a read first.
+    if (sqlite3_open_v2(path_.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr) != SQLITE_OK ||
+        sqlite3_exec(db, "SELECT count(*) FROM sqlite_schema", nullptr, nullptr, nullptr) != SQLITE_OK) {
+      sqlite3_close(db);
+      return;  // the commits keep checkpointing, as by default
+    }
+    // Each commit tells the thread how many frames the WAL holds (a WAL hook,
+    // in place of SQLite's auto-checkpoint).
+    sqlite3_wal_hook(db_.getHandle(), &SqliteStore::on_commit, this);
+    checkpointer_ = std::thread([this, db] { run_checkpoints(db); });
   }
 
   // file:PATH?immutable=1, with the characters a URI path reserves escaped.
@@ -68,7 +100,9 @@ class SqliteStore final : public Store {
     guard("begin", [&] {
       // IMMEDIATE takes the write lock up front, so a batch never fails
       // half-way with SQLITE_BUSY; a read-only store just pins a snapshot.
-      if (depth_ == 0) db_.exec(read_only_ ? "BEGIN" : "BEGIN IMMEDIATE");
+      // Prepared once, like every statement: the driver opens two
+      // transactions a turn, and parsing their text was a fifth of a commit.
+      if (depth_ == 0) Use(stmt(read_only_ ? "BEGIN" : "BEGIN IMMEDIATE"))->exec();
       ++depth_;
     });
   }
@@ -76,7 +110,7 @@ class SqliteStore final : public Store {
   void commit() override {
     if (depth_ == 0) throw Error("store: commit() without a matching begin()");
     guard("commit", [&] {
-      if (depth_ == 1) db_.exec("COMMIT");
+      if (depth_ == 1) Use(stmt("COMMIT"))->exec();
       --depth_;  // only after COMMIT succeeded, so the caller can still roll back
     });
   }
@@ -507,11 +541,58 @@ class SqliteStore final : public Store {
     });
   }
 
+  // The WAL is copied back (a PASSIVE checkpoint: it never waits for, nor
+  // blocks, the writer) by the thread once it holds kBackgroundPages frames
+  // more than at the last copy (SQLite's own threshold), or holds new frames
+  // a second after the last look (a quiet sweep's tail). A commit copies it
+  // itself only past kForegroundPages (~40 MiB), should the thread fall behind.
+  static constexpr int kBackgroundPages = 1000;
+  static constexpr int kForegroundPages = 10000;
+  static constexpr auto kIdleCheckpoint = std::chrono::seconds(1);
+
+  static int on_commit(void* self, sqlite3* db, const char* name, int frames) {
+    if (frames >= kForegroundPages) {
+      sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+      return SQLITE_OK;
+    }
+    auto* store = static_cast<SqliteStore*>(self);
+    store->wal_frames_.store(frames, std::memory_order_relaxed);
+    if (frames >= kBackgroundPages) store->checkpoint_wake_.notify_one();
+    return SQLITE_OK;
+  }
+
+  void run_checkpoints(sqlite3* db) {
+    std::unique_lock<std::mutex> lock(checkpoint_mutex_);
+    int copied = 0;  // the WAL's frames at the last copy
+    auto due = [&] {
+      const int frames = wal_frames_.load(std::memory_order_relaxed);
+      return stop_checkpoints_ || frames < copied || frames >= copied + kBackgroundPages;
+    };
+    while (true) {
+      checkpoint_wake_.wait_for(lock, kIdleCheckpoint, due);
+      if (stop_checkpoints_) break;
+      const int frames = wal_frames_.load(std::memory_order_relaxed);
+      if (frames < copied) copied = 0;  // the writer started the WAL over
+      if (frames == copied) continue;
+      lock.unlock();
+      sqlite3_wal_checkpoint_v2(db, nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+      lock.lock();
+      copied = frames;
+    }
+    sqlite3_close(db);
+  }
+
   SQLite::Database db_;  // declared before cache_: statements must die first
   std::unordered_map<const char*, std::unique_ptr<SQLite::Statement>> cache_;
   bool read_only_;
+  std::string path_;
   std::string reserve_path_;  // "" when read-only
   int depth_ = 0;
+  std::thread checkpointer_;
+  std::mutex checkpoint_mutex_;
+  std::condition_variable checkpoint_wake_;
+  bool stop_checkpoints_ = false;
+  std::atomic<int> wal_frames_{0};  // as of the last commit
 };
 
 }  // namespace

@@ -142,6 +142,14 @@ class Store {
   virtual ~Store() = default;
   virtual int schema_version() = 0;
 
+  // Moves the store's WAL checkpoints (copying committed pages back into the
+  // database file, with its fsyncs) off the caller's thread, onto a thread of
+  // the store's with a connection of its own, at SQLite's own pace (every
+  // 1,000 WAL pages, and a second after the last commit); commits then never
+  // wait for one. A write store only; the driver calls it. Should that thread
+  // fall behind, a commit checkpoints itself once the WAL holds ~40 MiB.
+  virtual void checkpoint_in_background() {}
+
   // Transactions (nestable: only the outermost begin/commit reach SQLite).
   virtual void begin() = 0;
   virtual void commit() = 0;

@@ -286,5 +286,64 @@ TEST_F(StoreViews, BestTrialQueryFromTheDocsWorks) {
   EXPECT_DOUBLE_EQ(q.getColumn(1).getDouble(), 0.25);
 }
 
+// What SQLite has copied back from the WAL: the database file's own size,
+// against the size the committed pages make (read through the WAL).
+struct FileAndPages {
+  uintmax_t file_bytes;
+  int64_t committed_bytes;
+};
+FileAndPages sizes(const std::string& dir) {
+  const std::string path = Store::database_path(dir);
+  SQLite::Database db(path, SQLite::OPEN_READONLY);
+  const int64_t pages = db.execAndGet("PRAGMA page_count").getInt64();
+  const int64_t page_size = db.execAndGet("PRAGMA page_size").getInt64();
+  return {fs::file_size(path), pages * page_size};
+}
+
+// The driver's store checkpoints on a thread of its own. Sized below SQLite's
+// own threshold (1,000 WAL pages), where no commit would checkpoint: only that
+// thread can have copied the pages back.
+TEST(StoreCheckpoints, AThreadOfTheStoresCopiesTheWalBackWithoutTheCommits) {
+  for (const bool background : {false, true}) {
+    TempDir dir;
+    auto store = Store::open(dir.path());
+    if (background) store->checkpoint_in_background();
+    const int64_t experiment = store->create_experiment(named(background ? "background" : "commits"));
+    const int64_t trial = store->add_trial(experiment, 0, {{"x", 1}});
+    for (int i = 1; i <= 150; ++i) {
+      Transaction txn(*store);
+      store->add_result(trial, i, 1, {{"loss", 1.0 / i}, {"pad", std::string(600, 'x')}}, i);
+      txn.commit();
+    }
+    FileAndPages now = sizes(dir.path());
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (background && static_cast<int64_t>(now.file_bytes) < now.committed_bytes &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      now = sizes(dir.path());
+    }
+    EXPECT_GT(now.committed_bytes, 20 * 4096) << "the rows should fill pages";
+    if (background) {
+      EXPECT_EQ(static_cast<int64_t>(now.file_bytes), now.committed_bytes) << "the WAL was not copied back";
+    } else {
+      EXPECT_LT(static_cast<int64_t>(now.file_bytes), now.committed_bytes) << "the commits checkpointed";
+    }
+    // Writes go on after it, and the store closes with its thread stopped.
+    Transaction txn(*store);
+    store->add_result(trial, 151, 1, {{"loss", 0.0}}, 151);
+    txn.commit();
+    store.reset();
+    EXPECT_EQ(Store::open(dir.path(), /*read_only=*/true)->results(trial).size(), 151u);
+  }
+}
+
+TEST(StoreCheckpoints, AReadOnlyStoreStartsNoThread) {
+  TempDir dir;
+  Store::open(dir.path())->create_experiment(named("x"));
+  auto store = Store::open(dir.path(), /*read_only=*/true);
+  store->checkpoint_in_background();  // nothing to copy from a reader: no-op
+  EXPECT_EQ(store->experiments().size(), 1u);
+}
+
 }  // namespace
 }  // namespace tune

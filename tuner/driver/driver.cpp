@@ -74,6 +74,7 @@ void Driver::open() {
   if (!pool_.single_host() && executor_->checks_hosts()) preflight();
 
   store_ = Store::open(run_.storage_path, false, run_.durability);
+  store_->checkpoint_in_background();  // a commit never waits for a checkpoint
   if (resume_) {
     load_experiment();
   } else {
