@@ -65,6 +65,8 @@ bench=(
   libbenchmark-dev
   # bench/run serve: HTTP load generators
   wrk apache2-utils
+  # bench/run overhead's instructions per part, bench/overhead/instructions.sh (callgrind)
+  valgrind
 )
 
 packages=("${demo[@]}")
