@@ -186,16 +186,38 @@ class AshaScheduler : public Scheduler {
   void on_trial_error(int64_t trial) override { forget(trial); }
   void on_trial_complete(int64_t trial, const Json&) override { forget(trial); }
 
+  // Flat arrays (trials, scores) rather than one [trial, score] pair each, and
+  // moved, not copied, into the result: at 80,000 trials seen the state took
+  // 40 ms to build and stalled the driver's loop once a second.
+  // restore_state() reads this and the earlier pair form.
   Json save_state() const override {
     Json brackets = Json::array();
     for (const auto& rungs : brackets_) {
       Json b = Json::array();
-      for (const auto& rung : rungs) b.push_back({{"milestone", rung.milestone}, {"recorded", rung.recorded}, {"promoted", rung.promoted}});
-      brackets.push_back(b);
+      for (const auto& rung : rungs) {
+        std::vector<int64_t> trials;
+        std::vector<double> scores;
+        trials.reserve(rung.recorded.size());
+        scores.reserve(rung.recorded.size());
+        for (const auto& [trial, score] : rung.recorded) {
+          trials.push_back(trial);
+          scores.push_back(score);
+        }
+        b.push_back({{"milestone", rung.milestone}, {"trials", std::move(trials)}, {"scores", std::move(scores)},
+                     {"promoted", rung.promoted}});
+      }
+      brackets.push_back(std::move(b));
     }
-    Json bracket_of = Json::array();
-    for (const auto& [trial, b] : bracket_of_) bracket_of.push_back({trial, b});
-    return {{"brackets", brackets}, {"bracket_of", bracket_of}, {"added", added_}, {"ended", ended_}};
+    std::vector<int64_t> trials;
+    std::vector<int> bracket;
+    trials.reserve(bracket_of_.size());
+    bracket.reserve(bracket_of_.size());
+    for (const auto& [trial, b] : bracket_of_) {
+      trials.push_back(trial);
+      bracket.push_back(b);
+    }
+    Json bracket_of = {{"trials", std::move(trials)}, {"brackets", std::move(bracket)}};
+    return {{"brackets", std::move(brackets)}, {"bracket_of", std::move(bracket_of)}, {"added", added_}, {"ended", ended_}};
   }
 
   void restore_state(const Json& state) override {
@@ -203,13 +225,28 @@ class AshaScheduler : public Scheduler {
     for (size_t b = 0; b < brackets.size() && b < brackets_.size(); ++b) {
       for (size_t k = 0; k < brackets[b].size() && k < brackets_[b].size(); ++k) {
         AshaRung& rung = brackets_[b][k];
-        for (const Json& pair : brackets[b][k].at("recorded"))
-          rung.record(json_integer<int64_t>(pair.at(0)), pair.at(1).get<double>());
-        for (const Json& trial : brackets[b][k].at("promoted")) rung.promote(json_integer<int64_t>(trial));
+        const Json& saved = brackets[b][k];
+        if (saved.contains("recorded")) {  // the pair form of earlier versions
+          for (const Json& pair : saved.at("recorded"))
+            rung.record(json_integer<int64_t>(pair.at(0)), pair.at(1).get<double>());
+        } else {
+          const Json& trials = saved.at("trials");
+          const Json& scores = saved.at("scores");
+          if (trials.size() != scores.size()) throw Error("asha state: a rung's trials and scores differ in length");
+          for (size_t i = 0; i < trials.size(); ++i) rung.record(json_integer<int64_t>(trials[i]), scores[i].get<double>());
+        }
+        for (const Json& trial : saved.at("promoted")) rung.promote(json_integer<int64_t>(trial));
       }
     }
-    for (const auto& pair : state.at("bracket_of"))
-      bracket_of_[json_integer<int64_t>(pair.at(0))] = json_integer<int>(pair.at(1));
+    const Json& bracket_of = state.at("bracket_of");
+    if (bracket_of.is_array()) {  // the pair form of earlier versions
+      for (const auto& pair : bracket_of) bracket_of_[json_integer<int64_t>(pair.at(0))] = json_integer<int>(pair.at(1));
+    } else {
+      const Json& trials = bracket_of.at("trials");
+      const Json& bracket = bracket_of.at("brackets");
+      if (trials.size() != bracket.size()) throw Error("asha state: bracket_of's trials and brackets differ in length");
+      for (size_t i = 0; i < trials.size(); ++i) bracket_of_[json_integer<int64_t>(trials[i])] = json_integer<int>(bracket[i]);
+    }
     added_ = json_integer<int64_t>(state.at("added"));
     for (const Json& trial : state.at("ended")) forget(json_integer<int64_t>(trial));
   }

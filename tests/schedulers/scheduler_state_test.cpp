@@ -19,7 +19,8 @@ using testing::iteration_pbt;
 
 // Drives a scheduler with a random script; halfway, a copy restored from
 // save_state() must take the same decisions as the original from then on.
-void expect_restore_continues(const std::string& type, const Json& params) {
+void expect_restore_continues(const std::string& type, const Json& params,
+                              const std::function<Json(Json)>& as_saved = [](Json state) { return state; }) {
   for (uint64_t seed = 1; seed <= 5; ++seed) {
     auto a = make_scheduler(type, params, "loss", "min");
     std::mt19937_64 rng(seed);
@@ -30,7 +31,7 @@ void expect_restore_continues(const std::string& type, const Json& params) {
     for (int step = 0; step < 400; ++step) {
       if (step == 200) {
         b = make_scheduler(type, params, "loss", "min");
-        b->restore_state(Json::parse(a->save_state().dump()));
+        b->restore_state(as_saved(Json::parse(a->save_state().dump())));
       }
       const int trial = static_cast<int>(rng() % 12);
       iteration[trial] += 1;
@@ -139,6 +140,34 @@ TEST(SchedulerState, RestoredSchedulersContinueTheSameDecisions) {
                                    {"hyperparam_mutations", {{"x", {{"uniform", {0, 1}}}}}}});
   expect_restore_continues("pbt", {{"time_attr", "training_iteration"}, {"perturbation_interval", 5}, {"synch", true},
                                    {"hyperparam_mutations", {{"x", {0.1, 0.5, 0.9}}}}});
+}
+
+// ASHA's state as versions before 2026-11-29 saved it: [trial, score] pairs
+// per rung and [trial, bracket] pairs, where it now saves flat arrays.
+Json asha_pair_form(Json state) {
+  for (Json& bracket : state.at("brackets")) {
+    for (Json& rung : bracket) {
+      Json recorded = Json::array();
+      for (size_t i = 0; i < rung.at("trials").size(); ++i) recorded.push_back({rung["trials"][i], rung["scores"][i]});
+      rung.erase("trials");
+      rung.erase("scores");
+      rung["recorded"] = recorded;
+    }
+  }
+  Json pairs = Json::array();
+  const Json& of = state.at("bracket_of");
+  for (size_t i = 0; i < of.at("trials").size(); ++i) pairs.push_back({of["trials"][i], of["brackets"][i]});
+  state["bracket_of"] = pairs;
+  return state;
+}
+
+TEST(SchedulerState, AnAshaStateInTheEarlierPairFormRestores) {
+  const Json saved = asha_pair_form(Json::parse(R"({"brackets": [[{"milestone": 1, "trials": [4, 2], "scores": [0.5, 0.25],
+      "promoted": [2]}]], "bracket_of": {"trials": [2, 4], "brackets": [0, 0]}, "added": 2, "ended": []})"));
+  EXPECT_EQ(saved.at("brackets")[0][0].at("recorded"), Json::parse("[[4, 0.5], [2, 0.25]]"));
+  EXPECT_EQ(saved.at("bracket_of"), Json::parse("[[2, 0], [4, 0]]"));
+  expect_restore_continues("asha", {{"reduction_factor", 3}, {"max_t", 27}, {"brackets", 2}}, asha_pair_form);
+  expect_restore_continues("asha", {{"reduction_factor", 3}, {"max_t", 27}, {"promotion", true}}, asha_pair_form);
 }
 
 // Every integer of a saved state, one at a time, made a float out of range (a
