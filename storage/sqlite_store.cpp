@@ -100,8 +100,8 @@ class SqliteStore final : public Store {
     guard("begin", [&] {
       // IMMEDIATE takes the write lock up front, so a batch never fails
       // half-way with SQLITE_BUSY; a read-only store just pins a snapshot.
-      // Prepared once, like every statement: the driver opens two
-      // transactions a turn, and parsing their text was a fifth of a commit.
+      // Prepared once, like every statement: the driver opens a transaction
+      // a turn, and parsing its text was a fifth of a commit.
       if (depth_ == 0) Use(stmt(read_only_ ? "BEGIN" : "BEGIN IMMEDIATE"))->exec();
       ++depth_;
     });

@@ -208,7 +208,10 @@ PlacementRequest Driver::request() const {
 }
 
 // Whether launch_ready() may start anything: a free place, and a queue not known
-// to wait on attempts that are still ending (next_trial()).
+// to wait on attempts that are still ending. Queued trials that all wait for
+// their old attempts still do, until an attempt ends or the lifecycle changes
+// (next_trial() records when): no need to look through them again (many
+// exploits in flight made that look the driver's largest cost).
 bool Driver::may_launch() const {
   const int limit = sweep_.spec.max_concurrent_trials;
   return !stopping_ && pool_.fits(request()) && (limit == 0 || static_cast<int>(live_.size()) < limit) &&
@@ -226,15 +229,11 @@ void Driver::launch_ready() {
 
 // The trial to start next: a retry or exploit, else a paused trial the
 // scheduler picks, else a new one from the searcher. A trial whose previous
-// attempt is still ending waits for it.
+// attempt is still ending waits for it. Called only when may_launch().
 std::optional<int64_t> Driver::next_trial() {
   auto attempt_live = [this](int64_t index) { return live_attempts_.count(index) > 0; };
   auto apply_to = [this](int64_t index, const TrialDecision& decision) { apply(trials_.at(index), decision); };
   auto checkpointed = [this](int64_t index) { return has_checkpoint(index); };
-  // Queued trials that all wait for their old attempts still do, until an
-  // attempt ends or the lifecycle changes: no need to look through them again
-  // (many exploits in flight made that look the driver's largest cost).
-  if (waiting_.version == lifecycle_.version() && waiting_.attempts_ended == attempts_ended_) return std::nullopt;
   while (true) {
     const TrialStateMachine::Next next = lifecycle_.next(*sweep_.scheduler, attempt_live, apply_to, checkpointed);
     if (next.kind == TrialStateMachine::Next::kStart) return next.trial;
