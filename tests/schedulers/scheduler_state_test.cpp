@@ -170,6 +170,26 @@ TEST(SchedulerState, AnAshaStateInTheEarlierPairFormRestores) {
   expect_restore_continues("asha", {{"reduction_factor", 3}, {"max_t", 27}, {"promotion", true}}, asha_pair_form);
 }
 
+TEST(SchedulerState, AnAshaStateWhoseArraysDifferInLengthIsAnError) {
+  const Json good = Json::parse(R"({"brackets": [[{"milestone": 1, "trials": [4, 2], "scores": [0.5, 0.25],
+      "promoted": []}]], "bracket_of": {"trials": [2, 4], "brackets": [0, 0]}, "added": 2, "ended": []})");
+  auto message = [](const Json& state) {
+    try {
+      make_scheduler("asha", {{"max_t", 27}}, "loss", "min")->restore_state(state);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  EXPECT_EQ(message(good), "(no error)");
+  Json rung = good;
+  rung["brackets"][0][0]["scores"] = {0.5};
+  EXPECT_EQ(message(rung), "asha state: a rung's trials and scores differ in length");
+  Json of = good;
+  of["bracket_of"]["brackets"] = {0};
+  EXPECT_EQ(message(of), "asha state: bracket_of's trials and brackets differ in length");
+}
+
 // Every integer of a saved state, one at a time, made a float out of range (a
 // corrupt or hand-edited tune.db): restoring is a one-line tune::Error, never
 // an undefined conversion (UBSan in scripts/sanitize.sh would abort on one).
