@@ -25,7 +25,7 @@ namespace {
 
 const std::vector<std::string> kBayesKeys = {
     "n_initial_points", "acquisition", "xi", "kappa", "parallel", "n_candidates", "n_refine", "refine_evaluations",
-    "gp_restarts", "early_stopped", "min_pending_distance", "max_fit_points", "trust_region"};
+    "gp_restarts", "early_stopped", "min_pending_distance", "max_fit_points", "trust_region", "min_signal_variance"};
 
 double log_normal_cdf(double z) {
   if (z > -5) return std::log(normal_cdf(z));
@@ -156,6 +156,12 @@ class BayesSearcher : public ModelSearcher {
     gp_options_.restarts = static_cast<int>(p.integer_in("gp_restarts", 3, 0, 1000));
     gp_options_.warm_start = false;  // fits must not depend on history (exact resume)
     gp_options_.max_restart_points = 64;
+    // The signal variance is at least the data's own (targets are
+    // standardized): a fit free to shrink it explains many points in one
+    // basin on a flat plateau as a flat function with one dip, and then
+    // predicts too little variance elsewhere for any exploration to pay
+    // (docs/SEARCH.md, "Narrow basins").
+    gp_options_.min_signal_variance = p.number_in("min_signal_variance", 1.0, 1e-3, gp_options_.max_signal_variance);
     early_stopped_ = p.string("early_stopped", "rank_below", {"rank_below", "as_is"});
     min_pending_distance_ = p.number_in("min_pending_distance", 0.01, 0.0, 1.0);
     max_fit_points_ = p.integer_in("max_fit_points", 300, 10, 100000);

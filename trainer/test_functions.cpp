@@ -11,6 +11,19 @@ double branin(double x0, double x1) {
   return a * u * u + s * (1 - t) * std::cos(x0) + s;
 }
 
+double shekel10(const std::array<double, 4>& x) {
+  static const double a[10][4] = {{4, 4, 4, 4}, {1, 1, 1, 1}, {8, 8, 8, 8}, {6, 6, 6, 6}, {3, 7, 3, 7},
+                                  {2, 9, 2, 9}, {5, 5, 3, 3}, {8, 1, 8, 1}, {6, 2, 6, 2}, {7, 3.6, 7, 3.6}};
+  static const double c[10] = {0.1, 0.2, 0.2, 0.4, 0.4, 0.6, 0.3, 0.7, 0.5, 0.5};
+  double s = 0;
+  for (int i = 0; i < 10; ++i) {
+    double d = c[i];
+    for (size_t j = 0; j < 4; ++j) d += (x[j] - a[i][j]) * (x[j] - a[i][j]);
+    s -= 1 / d;
+  }
+  return s;
+}
+
 double hartmann6(const std::array<double, 6>& x) {
   static const double alpha[4] = {1.0, 1.2, 3.0, 3.2};
   static const double A[4][6] = {{10, 3, 17, 3.5, 1.7, 8},

@@ -18,6 +18,15 @@ inline constexpr double kBraninMinimum = 0.39788735772973816;
 double hartmann6(const std::array<double, 6>& x);
 inline constexpr double kHartmann6Minimum = -3.322368011391339;
 
+// Shekel with m = 10 on [0, 10]^4: -sum_i 1 / (|x - a_i|^2 + c_i), ten
+// narrow holes (c_i = 0.1 .. 0.7) on a nearly flat plateau; global minimum
+// -10.5364 at ~(4, 4, 4, 4) (the published 4-digit point; the exact minimizer
+// is kShekel10Argmin).
+double shekel10(const std::array<double, 4>& x);
+inline constexpr double kShekel10Minimum = -10.536409816692041;
+inline constexpr std::array<double, 4> kShekel10Argmin = {4.0007465315920445, 4.00059293413853, 3.9996633980403233,
+                                                          3.9995098005868086};
+
 // ZDT1 (Zitzler, Deb & Thiele 2000), two objectives to minimize of n >= 2
 // variables in [0, 1]: f1 = x0, g = 1 + 9 * mean(x1..), f2 = g * (1 -
 // sqrt(f1 / g)). The Pareto front is f2 = 1 - sqrt(f1), f1 in [0, 1], where

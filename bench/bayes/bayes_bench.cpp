@@ -31,10 +31,12 @@
 #include <iostream>
 #include <limits>
 #include <map>
+#include <memory>
 #include <random>
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -173,6 +175,76 @@ double rotated_ellipsoid(const Vec& x) {
   }
   return s;
 }
+
+// Narrow basins on a flat plateau (issue 33, goal 4).
+
+// De Jong's fifth function (Shekel's foxholes) on [-65.536, 65.536]^2: 25 holes on
+// a 16-spaced grid, hole j (1..25) bottoming out near j, on a plateau near 500.
+// Minimum 0.998003837794449 near (-31.97833, -31.97833).
+double foxholes(const Vec& x) {
+  static const double grid[5] = {-32, -16, 0, 16, 32};
+  double s = 0.002;
+  for (int j = 0; j < 25; ++j) {
+    const double d0 = x[0] - grid[j % 5], d1 = x[1] - grid[j / 5];
+    s += 1 / (j + 1 + std::pow(d0, 6) + std::pow(d1, 6));
+  }
+  return 1 / s;
+}
+constexpr double kFoxholesMinimum = 0.998003837794449;
+
+// Gaussian wells on [0, 1]^d: f(x) = -sum_k depth_k exp(-|x - c_k|^2 / (2 w_k^2)),
+// 0 (to rounding) between them. Well 0 is the deepest (depth 1) and the
+// narrowest (width w_min); the others are 0.35-0.85 deep and w_min*1.3..w_max
+// wide. Centres are drawn (fixed seed) in [0.1, 0.9]^d, kept 3 (w_i + w_j)
+// apart so that no two wells add up below well 0. The minimum is found by
+// gradient descent from c_0 at start-up (the wells are separated, so the
+// descent stays in well 0).
+struct Wells {
+  std::vector<Vec> centre;
+  Vec depth, width;
+  Vec argmin;
+  double minimum = 0;
+  Wells(size_t dims, int count, uint64_t seed, double w_min, double w_max) {
+    std::mt19937_64 rng(seed);
+    std::uniform_real_distribution<double> u(0, 1);
+    while (static_cast<int>(centre.size()) < count) {
+      const bool first = centre.empty();
+      const double w = first ? w_min : w_min * 1.3 + u(rng) * (w_max - w_min * 1.3);
+      const double h = first ? 1.0 : 0.35 + 0.5 * u(rng);
+      Vec c(dims);
+      for (auto& v : c) v = 0.1 + 0.8 * u(rng);
+      bool apart = true;
+      for (size_t k = 0; k < centre.size() && apart; ++k) {
+        double d2 = 0;
+        for (size_t j = 0; j < dims; ++j) d2 += (c[j] - centre[k][j]) * (c[j] - centre[k][j]);
+        apart = std::sqrt(d2) >= 3 * (w + width[k]);
+      }
+      if (!apart) continue;
+      centre.push_back(c), depth.push_back(h), width.push_back(w);
+    }
+    argmin = centre[0];
+    for (int step = 0; step < 20000; ++step) {
+      Vec g(dims, 0.0);
+      for (size_t k = 0; k < centre.size(); ++k) {
+        double d2 = 0;
+        for (size_t j = 0; j < dims; ++j) d2 += (argmin[j] - centre[k][j]) * (argmin[j] - centre[k][j]);
+        const double e = depth[k] * std::exp(-d2 / (2 * width[k] * width[k])) / (width[k] * width[k]);
+        for (size_t j = 0; j < dims; ++j) g[j] += e * (argmin[j] - centre[k][j]);
+      }
+      for (size_t j = 0; j < dims; ++j) argmin[j] -= 0.2 * w_min * w_min * g[j];
+    }
+    minimum = (*this)(argmin);
+  }
+  double operator()(const Vec& x) const {
+    double s = 0;
+    for (size_t k = 0; k < centre.size(); ++k) {
+      double d2 = 0;
+      for (size_t j = 0; j < x.size(); ++j) d2 += (x[j] - centre[k][j]) * (x[j] - centre[k][j]);
+      s -= depth[k] * std::exp(-d2 / (2 * width[k] * width[k]));
+    }
+    return s;
+  }
+};
 
 const Vec kAckleyShift = {7.3, -11.1, 3.9, 15.2, -4.4};
 const Vec kRastriginShift = {1.3, -2.1, 0.7, 2.6};
@@ -461,6 +533,24 @@ const std::vector<std::pair<std::string, Problem>>& problems() {
                                             kRastriginShift, "Rastrigin, optimum shifted off the centre"));
     v.emplace_back("styblinski10", continuous("multimodal", 150, Bounds(10, {-5.0, 5.0}), 10 * kStyblinskiMinimumPerDim,
                                               styblinski_tang, Vec(10, kStyblinskiArgmin), "Styblinski-Tang"));
+    // Issue 33's narrow basins on a flat plateau.
+    // Shekel m = 10 on [0, 10]^4: holes 0.3-0.8 wide on a plateau near -0.3.
+    v.emplace_back("shekel10", continuous("narrow-basin", 100, Bounds(4, {0.0, 10.0}),
+                                          tune::test_functions::kShekel10Minimum,
+                                          [](const Vec& x) { return tune::test_functions::shekel10({x[0], x[1], x[2], x[3]}); },
+                                          Vec(tune::test_functions::kShekel10Argmin.begin(),
+                                              tune::test_functions::kShekel10Argmin.end()),
+                                          "Shekel m = 10"));
+    v.emplace_back("foxholes", continuous("narrow-basin", 100, Bounds(2, {-65.536, 65.536}), kFoxholesMinimum,
+                                          foxholes, {-31.97833, -31.97833}, "De Jong's fifth (Shekel's foxholes)"));
+    for (const auto& [name, dims, count, seed, w_min, w_max, budget] :
+         std::vector<std::tuple<std::string, size_t, int, uint64_t, double, double, int>>{
+             {"wells3", 3, 8, 3, 0.05, 0.10, 100}, {"wells5", 5, 12, 5, 0.08, 0.14, 150}}) {
+      auto wells = std::make_shared<Wells>(dims, count, seed, w_min, w_max);
+      v.emplace_back(name, continuous("narrow-basin", budget, Bounds(dims, {0.0, 1.0}), wells->minimum,
+                                      [wells](const Vec& x) { return (*wells)(x); }, wells->argmin,
+                                      "Gaussian wells, " + std::to_string(count) + " on a flat plateau"));
+    }
     v.emplace_back("rosenbrock6", continuous("ill-conditioned", 100, Bounds(6, {-2.048, 2.048}), 0.0, rosenbrock,
                                              Vec(6, 1.0), "Rosenbrock"));
     v.emplace_back("ellipsoid8", continuous("ill-conditioned", 150, Bounds(8, {-5.0, 5.0}), 0.0, rotated_ellipsoid,

@@ -98,14 +98,20 @@ def main():
     if ratios:
         geomean = math.exp(sum(math.log(r) for r in ratios.values()) / len(ratios))
         worse = sorted(n for n, r in ratios.items() if r < 1 / 1.5)
+        behind = sorted(n for n, r in ratios.items() if r < 1)
         print(f"geometric mean of the ratios over {len(ratios)} problems: {geomean:.3g}"
-              f"  (goal >= 3); bayes > 1.5x worse than optuna-tpe on {len(worse)}: {', '.join(worse) or '-'}")
+              f"  (goal >= 4); bayes > 1.5x worse than optuna-tpe on {len(worse)}: {', '.join(worse) or '-'}")
+        print(f"bayes worse than optuna-tpe (ratio < 1; goal: none) on {len(behind)}: {', '.join(behind) or '-'}")
+        narrow = [r for n, r in ratios.items() if problems[n]["meta"].get("type") == "narrow-basin"]
+        if narrow:
+            print(f"geometric mean over the {len(narrow)} narrow-basin problems: "
+                  f"{math.exp(sum(math.log(r) for r in narrow) / len(narrow)):.3g}")
         rest = [r for n, r in ratios.items() if problems[n]["meta"].get("type") != "smooth"]
         geomean_rest = math.exp(sum(math.log(r) for r in rest) / len(rest)) if rest else float("nan")
         print(f"geometric mean without the {len(ratios) - len(rest)} smooth problems: {geomean_rest:.3g}")
         print("* best value found by any sampler/seed in this run or recorded before (no known minimum)")
         summary["suite"] = {"ratios": ratios, "geometric_mean": geomean, "geometric_mean_not_smooth": geomean_rest,
-                            "worse_than_1_5x": worse,
+                            "worse_than_1_5x": worse, "worse_than_optuna_tpe": behind,
                             "floor": FLOOR, "references": {n: e["reference"] for n, e in problems.items()
                                                            if "reference" in e}}
 

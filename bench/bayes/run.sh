@@ -4,7 +4,8 @@
 # list`): issue 5's five test functions (20 seeds, with the extra rows: bayes
 # with 4 concurrent (pending) trials, multivariate TPE, Optuna random) and
 # issue 13's additions (multimodal, ill-conditioned, noisy, mixed
-# integer/categorical, two real tuning tasks; 10 seeds): median and quartiles
+# integer/categorical, two real tuning tasks) and issue 33's narrow basins on a
+# flat plateau (20 seeds each: their outcomes are bimodal): median and quartiles
 # of the simple regret, the per-problem ratio Optuna TPE / tune bayes and its
 # geometric mean; suggestion latency of bayes at 50/200/500/1,000 observations in 6-D.
 # The searchers are driven directly (suggest / on_complete), not through the
@@ -15,7 +16,7 @@ set -euo pipefail
 # shellcheck source=bench/lib/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 
-SEEDS=20 SUITE_SEEDS=10 REPEATS=3
+SEEDS=20 SUITE_SEEDS=20 REPEATS=3
 for arg in "$@"; do
   case "$arg" in
     --quick) SEEDS=3 SUITE_SEEDS=3 REPEATS=1 ;;

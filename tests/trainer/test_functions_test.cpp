@@ -35,5 +35,25 @@ TEST(Hartmann6, IsNeverBelowItsMinimumOnTheUnitCube) {
   }
 }
 
+TEST(Shekel10, TakesItsPublishedMinimumNearFourFourFourFour) {
+  // Published: -10.5364 at (4, 4, 4, 4) to 4 digits; the exact minimizer is a
+  // stationary point a little off it.
+  EXPECT_NEAR(shekel10({4, 4, 4, 4}), -10.5364, 1e-3);
+  EXPECT_NEAR(shekel10(kShekel10Argmin), kShekel10Minimum, 1e-12);
+  for (int j = 0; j < 4; ++j) {
+    for (double h : {-1e-4, 1e-4}) {
+      std::array<double, 4> x = kShekel10Argmin;
+      x[static_cast<size_t>(j)] += h;
+      EXPECT_GT(shekel10(x), kShekel10Minimum);
+    }
+  }
+}
+
+TEST(Shekel10, IsNeverBelowItsMinimumOnTheDomain) {
+  std::mt19937_64 rng(3);
+  std::uniform_real_distribution<double> u(0, 10);
+  for (int i = 0; i < 100000; ++i) EXPECT_GE(shekel10({u(rng), u(rng), u(rng), u(rng)}), kShekel10Minimum - 1e-9);
+}
+
 }  // namespace
 }  // namespace tune::test_functions
