@@ -85,23 +85,45 @@ std::vector<Result> ResultGrid::pareto_front(const std::string& scope) const {
   return front;
 }
 
-ResultGrid load_results(const std::string& storage_path, const std::string& name) {
-  auto store = Store::open(storage_path, /*read_only=*/true);
-  auto experiment = store->find_experiment(name);
-  if (!experiment) throw NotFoundError("no experiment named '" + name + "' in " + storage_path);
+namespace {
+
+// The grid of `trials` (as the store's rows say them), the best checkpoint of
+// each read from the store.
+ResultGrid result_grid(Store& store, const ExperimentRecord& experiment, const std::string& storage_path,
+                       std::vector<internal::TrialOutcome> trials) {
+  const std::string mode = experiment.mode.empty() ? "min" : experiment.mode;
   std::vector<Result> results;
-  for (const TrialRecord& trial : store->trials(experiment->id)) {
+  results.reserve(trials.size());
+  for (internal::TrialOutcome& trial : trials) {
     Result r;
-    r.trial_index = trial.trial_index;
-    r.trial_name = trial_folder_name(trial.trial_index);
-    r.status = trial.status;
-    r.config = trial.config;
-    r.metrics = trial.last_result;
-    r.checkpoint = best_checkpoint(*store, trial.id, experiment->mode.empty() ? "min" : experiment->mode);
-    r.error = trial.error;
+    r.trial_index = trial.index;
+    r.trial_name = trial_folder_name(trial.index);
+    r.status = std::move(trial.status);
+    r.config = std::move(trial.config);
+    r.metrics = std::move(trial.last_result);
+    r.checkpoint = best_checkpoint(store, trial.row, mode);
+    r.error = std::move(trial.error);
     results.push_back(std::move(r));
   }
-  return ResultGrid(name, experiment->metric, experiment->mode, std::move(results), storage_path);
+  return ResultGrid(experiment.name, experiment.metric, experiment.mode, std::move(results), storage_path);
+}
+
+ExperimentRecord find_or_throw(Store& store, const std::string& storage_path, const std::string& name) {
+  auto experiment = store.find_experiment(name);
+  if (!experiment) throw NotFoundError("no experiment named '" + name + "' in " + storage_path);
+  return *experiment;
+}
+
+}  // namespace
+
+ResultGrid load_results(const std::string& storage_path, const std::string& name) {
+  auto store = Store::open(storage_path, /*read_only=*/true);
+  const ExperimentRecord experiment = find_or_throw(*store, storage_path, name);
+  std::vector<internal::TrialOutcome> trials;
+  for (TrialRecord& trial : store->trials(experiment.id))
+    trials.push_back({trial.trial_index, trial.id, std::move(trial.status), std::move(trial.config),
+                      std::move(trial.last_result), std::move(trial.error)});
+  return result_grid(*store, experiment, storage_path, std::move(trials));
 }
 
 Tuner::Tuner(TrainableFunction trainable, SweepSpec spec, RunConfig run)
@@ -116,8 +138,12 @@ Tuner& Tuner::operator=(Tuner&&) noexcept = default;
 ResultGrid Tuner::fit() {
   internal::PreparedSweep sweep =
       internal::prepare_sweep(spec_, run_, trainable_, std::move(scheduler_), /*source=*/nullptr, resume_);
-  const std::string name = internal::run_experiment(std::move(sweep), run_, resume_);
-  return load_results(run_.storage_path, name);
+  // The trials as the driver left them: the same as its store rows (a test
+  // compares them with load_results()), without reading and parsing them back.
+  internal::SweepOutcome outcome = internal::run_sweep(std::move(sweep), run_, resume_);
+  auto store = Store::open(run_.storage_path, /*read_only=*/true);
+  const ExperimentRecord experiment = find_or_throw(*store, run_.storage_path, outcome.name);
+  return result_grid(*store, experiment, run_.storage_path, std::move(outcome.trials));
 }
 
 Tuner& Tuner::set_scheduler(std::unique_ptr<Scheduler> scheduler) {

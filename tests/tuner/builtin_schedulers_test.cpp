@@ -73,6 +73,7 @@ TEST(BuiltinSchedulers, AshaPromotionPausesAndResumesFromCheckpoints) {
                                  {{"promotion", true}, {"reduction_factor", 3}, {"max_t", 9}, {"backfill", backfill}}),
                             quiet(dir, 2))
                           .fit();
+    testing::expect_grid_is_the_stores(grid, dir.path());
     EXPECT_EQ(grid.num_terminated(), 9);
     auto store = Store::open(dir.path(), true);
     std::map<int64_t, int> reached;  // iterations trained -> trials
@@ -126,6 +127,7 @@ TEST(BuiltinSchedulers, PbtExploitsAreRecordedAndTrialsContinue) {
   Json params = {{"time_attr", "training_iteration"}, {"perturbation_interval", 3}, {"quantile_fraction", 0.5},
                  {"hyperparam_mutations", {{"q", {{"uniform", {0, 1}}}}}}, {"seed", 1}};
   ResultGrid grid = Tuner(curve, spec("pbt", 4, "pbt", params), quiet(dir, 2)).fit();
+  testing::expect_grid_is_the_stores(grid, dir.path());
   EXPECT_EQ(grid.num_terminated(), 4);
   auto store = Store::open(dir.path(), true);
   auto exp = store->find_experiment("pbt");
@@ -228,6 +230,7 @@ TEST(BuiltinSchedulers, AnExploitWhoseCopyFailsFailsThatTrialNotTheSweep) {
     }
   };
   ResultGrid grid = Tuner(uncopyable, s, quiet(dir, 2)).fit();
+  testing::expect_grid_is_the_stores(grid, dir.path());
   int exploit_errors = 0;
   auto store = Store::open(dir.path(), true);
   for (const auto& t : store->trials(store->find_experiment("pbt_gone")->id))

@@ -134,6 +134,7 @@ TEST(Tuner, RetriesAFailedTrialFromItsLastCheckpoint) {
     }
   }, spec, quiet_run(dir));
   ResultGrid results = tuner.fit();
+  testing::expect_grid_is_the_stores(results, dir.path());
   EXPECT_EQ(starts.load(), 2);
   ASSERT_EQ(results.num_terminated(), 1);
   EXPECT_EQ(results.results()[0].metrics["training_iteration"], 5);
@@ -148,7 +149,9 @@ TEST(Tuner, GivesUpAfterMaxFailures) {
     ++starts;
     throw std::runtime_error("always");
   }, spec, quiet_run(dir));
-  EXPECT_EQ(tuner.fit().num_errors(), 1);
+  const ResultGrid grid = tuner.fit();
+  testing::expect_grid_is_the_stores(grid, dir.path());
+  EXPECT_EQ(grid.num_errors(), 1);
   EXPECT_EQ(starts.load(), 3);  // the first attempt and two retries
 }
 
@@ -163,7 +166,7 @@ TEST(Tuner, KeepsTheBestCheckpointsPlusTheLatest) {
       s.report({{"loss", loss}}, d);
     }
   }, spec, quiet_run(dir));
-  tuner.fit();
+  testing::expect_grid_is_the_stores(tuner.fit(), dir.path());
   std::set<std::string> left;
   for (const auto& entry : std::filesystem::directory_iterator(dir.path() + "/keep/trial_00000")) {
     left.insert(entry.path().filename().string());
@@ -212,6 +215,7 @@ TEST(Tuner, RestoreContinuesWithTheRemainingSamples) {
   SweepSpec spec = quadratic_spec("restore", 5);
   ResultGrid first = Tuner(trainable, spec, quiet_run(dir)).fit();
   ResultGrid again = Tuner::restore("restore", quiet_run(dir), trainable).fit();
+  testing::expect_grid_is_the_stores(again, dir.path());
   ASSERT_EQ(again.size(), 5u);  // nothing left to run: the same five trials
   for (size_t i = 0; i < 5; ++i) EXPECT_EQ(again.results()[i].config, first.results()[i].config);
 }

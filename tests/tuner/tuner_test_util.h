@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include <gtest/gtest.h>
+
 #include "test_util.h"
 #include "tuner/tuner.h"
 
@@ -39,5 +41,22 @@ inline void two_objectives(Session& session) {
 }
 
 inline Json json_of(const std::string& text) { return Json::parse(text); }
+
+// Tuner::fit() builds its grid from the driver's memory, not from the store:
+// it must say what load_results() reads back, field by field.
+inline void expect_grid_is_the_stores(const ResultGrid& fitted, const std::string& storage) {
+  const ResultGrid stored = load_results(storage, fitted.experiment_name());
+  ASSERT_EQ(fitted.size(), stored.size());
+  for (size_t i = 0; i < fitted.size(); ++i) {
+    const Result &a = fitted.results()[i], &b = stored.results()[i];
+    EXPECT_EQ(a.trial_index, b.trial_index);
+    EXPECT_EQ(a.trial_name, b.trial_name);
+    EXPECT_EQ(a.status, b.status) << a.trial_name;
+    EXPECT_EQ(a.config, b.config) << a.trial_name;
+    EXPECT_EQ(a.metrics, b.metrics) << a.trial_name;
+    EXPECT_EQ(a.checkpoint, b.checkpoint) << a.trial_name;
+    EXPECT_EQ(a.error, b.error) << a.trial_name;
+  }
+}
 
 }  // namespace tune::testing

@@ -546,9 +546,27 @@ std::optional<double> Driver::eta() const {
   return estimate_eta(in);
 }
 
+std::vector<TrialOutcome> Driver::take_outcomes() {
+  std::vector<TrialOutcome> out;
+  out.reserve(trials_.size());
+  for (auto& [index, trial] : trials_)
+    out.push_back({index, trial.row, status_name(lifecycle_.status(index)), std::move(trial.config),
+                   std::move(trial.last_result), std::move(trial.error)});
+  trials_.clear();
+  return out;
+}
+
 std::string run_experiment(PreparedSweep sweep, const RunConfig& run, bool resume, DriverEnvironment env) {
   Driver driver(std::move(sweep), run, resume, std::move(env));
   return driver.run();
+}
+
+SweepOutcome run_sweep(PreparedSweep sweep, const RunConfig& run, bool resume, DriverEnvironment env) {
+  Driver driver(std::move(sweep), run, resume, std::move(env));
+  SweepOutcome outcome;
+  outcome.name = driver.run();
+  outcome.trials = driver.take_outcomes();
+  return outcome;
 }
 
 }  // namespace tune::internal

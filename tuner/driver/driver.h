@@ -10,6 +10,9 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
+
+#include "base/json.h"
 
 #include "base/error.h"
 #include "tuner/exec/clock.h"
@@ -40,5 +43,22 @@ inline constexpr int kExitNoHosts = 75;  // EX_TEMPFAIL: `tune resume` once host
 
 // Runs (or, with resume, continues) an experiment; returns its name.
 std::string run_experiment(PreparedSweep sweep, const RunConfig& run, bool resume, DriverEnvironment env = {});
+
+// A trial as the driver left it at the end of a sweep: what its rows in the
+// store say (status, config, last result, error), taken from the driver's
+// memory instead of read back and parsed again (Tuner::fit()).
+struct TrialOutcome {
+  int64_t index = 0;
+  int64_t row = 0;  // trials.id
+  std::string status;
+  Json config, last_result;
+  std::string error;
+};
+struct SweepOutcome {
+  std::string name;
+  std::vector<TrialOutcome> trials;  // by trial index, as Store::trials()
+};
+// run_experiment, also handing over the trials.
+SweepOutcome run_sweep(PreparedSweep sweep, const RunConfig& run, bool resume, DriverEnvironment env = {});
 
 }  // namespace tune::internal

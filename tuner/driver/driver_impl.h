@@ -67,6 +67,8 @@ class Driver {
   // Records the end (FINISHED or INTERRUPTED) and releases the executor.
   void finish();
   std::string run();
+  // After run(): the trials, moved out (the driver is done with them).
+  std::vector<TrialOutcome> take_outcomes();
 
   const std::map<int64_t, TrialState>& trials() const { return trials_; }
   TrialStatus status(int64_t trial) const { return lifecycle_.status(trial); }
