@@ -557,8 +557,7 @@ std::vector<TrialOutcome> Driver::take_outcomes() {
 }
 
 std::string run_experiment(PreparedSweep sweep, const RunConfig& run, bool resume, DriverEnvironment env) {
-  Driver driver(std::move(sweep), run, resume, std::move(env));
-  return driver.run();
+  return run_sweep(std::move(sweep), run, resume, std::move(env)).name;
 }
 
 SweepOutcome run_sweep(PreparedSweep sweep, const RunConfig& run, bool resume, DriverEnvironment env) {

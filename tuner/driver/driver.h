@@ -12,9 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "base/json.h"
-
 #include "base/error.h"
+#include "base/json.h"
 #include "tuner/exec/clock.h"
 #include "tuner/exec/executor.h"
 #include "tuner/driver/prepare.h"
