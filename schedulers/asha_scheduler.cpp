@@ -93,7 +93,7 @@ class AshaScheduler : public Scheduler {
 
   void on_trial_add(int64_t trial, const Json&) override {
     if (bracket_of_.count(trial)) return;
-    bracket_of_[trial] = static_cast<int>(added_++ % static_cast<int64_t>(brackets_.size()));
+    assign(trial, static_cast<int>(added_++ % static_cast<int64_t>(brackets_.size())));
     set_running(trial, true);
   }
 
@@ -190,34 +190,17 @@ class AshaScheduler : public Scheduler {
   // moved, not copied, into the result: at 80,000 trials seen the state took
   // 40 ms to build and stalled the driver's loop once a second.
   // restore_state() reads this and the earlier pair form.
-  Json save_state() const override {
-    Json brackets = Json::array();
-    for (const auto& rungs : brackets_) {
-      Json b = Json::array();
-      for (const auto& rung : rungs) {
-        std::vector<int64_t> trials;
-        std::vector<double> scores;
-        trials.reserve(rung.recorded.size());
-        scores.reserve(rung.recorded.size());
-        for (const auto& [trial, score] : rung.recorded) {
-          trials.push_back(trial);
-          scores.push_back(score);
-        }
-        b.push_back({{"milestone", rung.milestone}, {"trials", std::move(trials)}, {"scores", std::move(scores)},
-                     {"promoted", rung.promoted}});
-      }
-      brackets.push_back(std::move(b));
-    }
-    std::vector<int64_t> trials;
-    std::vector<int> bracket;
-    trials.reserve(bracket_of_.size());
-    bracket.reserve(bracket_of_.size());
-    for (const auto& [trial, b] : bracket_of_) {
-      trials.push_back(trial);
-      bracket.push_back(b);
-    }
-    Json bracket_of = {{"trials", std::move(trials)}, {"brackets", std::move(bracket)}};
-    return {{"brackets", std::move(brackets)}, {"bracket_of", std::move(bracket_of)}, {"added", added_}, {"ended", ended_}};
+  Json save_state() const override { return state_since(Marks{}); }
+
+  // Every list of the state only grows (records, promotions, brackets,
+  // ended), so a part is each list's new tail, and restoring the parts in
+  // order appends them back: a save costs what changed, not what was seen.
+  std::optional<Json> save_state_part() override {
+    Marks now = marks();
+    if (now == saved_) return Json();  // nothing new
+    Json part = state_since(saved_);
+    saved_ = std::move(now);
+    return part;
   }
 
   void restore_state(const Json& state) override {
@@ -240,18 +223,78 @@ class AshaScheduler : public Scheduler {
     }
     const Json& bracket_of = state.at("bracket_of");
     if (bracket_of.is_array()) {  // the pair form of earlier versions
-      for (const auto& pair : bracket_of) bracket_of_[json_integer<int64_t>(pair.at(0))] = json_integer<int>(pair.at(1));
+      for (const auto& pair : bracket_of) assign(json_integer<int64_t>(pair.at(0)), json_integer<int>(pair.at(1)));
     } else {
       const Json& trials = bracket_of.at("trials");
       const Json& bracket = bracket_of.at("brackets");
       if (trials.size() != bracket.size()) throw Error("asha state: bracket_of's trials and brackets differ in length");
-      for (size_t i = 0; i < trials.size(); ++i) bracket_of_[json_integer<int64_t>(trials[i])] = json_integer<int>(bracket[i]);
+      for (size_t i = 0; i < trials.size(); ++i) assign(json_integer<int64_t>(trials[i]), json_integer<int>(bracket[i]));
     }
     added_ = json_integer<int64_t>(state.at("added"));
     for (const Json& trial : state.at("ended")) forget(json_integer<int64_t>(trial));
+    saved_ = marks();  // what was restored is in the store: later parts hold only what is new
   }
 
  private:
+  // How far each list of the state was saved: per rung (recorded, promoted),
+  // then the brackets assigned and the trials ended.
+  struct Marks {
+    std::vector<std::pair<size_t, size_t>> rungs;  // brackets' rungs in order; empty: none saved
+    size_t assigned = 0, ended = 0;
+    bool operator==(const Marks& o) const { return rungs == o.rungs && assigned == o.assigned && ended == o.ended; }
+  };
+  Marks marks() const {
+    Marks m;
+    for (const auto& rungs : brackets_)
+      for (const auto& rung : rungs) m.rungs.emplace_back(rung.recorded.size(), rung.promoted.size());
+    m.assigned = assigned_.size();
+    m.ended = ended_.size();
+    return m;
+  }
+
+  // The state added since `from` (all of it from Marks{}).
+  Json state_since(const Marks& from) const {
+    Json brackets = Json::array();
+    size_t index = 0;
+    for (const auto& rungs : brackets_) {
+      Json b = Json::array();
+      for (const auto& rung : rungs) {
+        const auto [recorded_from, promoted_from] =
+            index < from.rungs.size() ? from.rungs[index] : std::pair<size_t, size_t>{0, 0};
+        ++index;
+        std::vector<int64_t> trials;
+        std::vector<double> scores;
+        trials.reserve(rung.recorded.size() - recorded_from);
+        scores.reserve(rung.recorded.size() - recorded_from);
+        for (size_t i = recorded_from; i < rung.recorded.size(); ++i) {
+          trials.push_back(rung.recorded[i].first);
+          scores.push_back(rung.recorded[i].second);
+        }
+        std::vector<int64_t> promoted(rung.promoted.begin() + static_cast<std::ptrdiff_t>(promoted_from),
+                                      rung.promoted.end());
+        b.push_back({{"milestone", rung.milestone}, {"trials", std::move(trials)}, {"scores", std::move(scores)},
+                     {"promoted", std::move(promoted)}});
+      }
+      brackets.push_back(std::move(b));
+    }
+    std::vector<int64_t> trials;
+    std::vector<int> bracket;
+    trials.reserve(assigned_.size() - from.assigned);
+    bracket.reserve(assigned_.size() - from.assigned);
+    for (size_t i = from.assigned; i < assigned_.size(); ++i) {
+      trials.push_back(assigned_[i]);
+      bracket.push_back(bracket_of_.at(assigned_[i]));
+    }
+    Json bracket_of = {{"trials", std::move(trials)}, {"brackets", std::move(bracket)}};
+    std::vector<int64_t> ended(ended_.begin() + static_cast<std::ptrdiff_t>(from.ended), ended_.end());
+    return {{"brackets", std::move(brackets)}, {"bracket_of", std::move(bracket_of)}, {"added", added_},
+            {"ended", std::move(ended)}};
+  }
+
+  void assign(int64_t trial, int bracket) {
+    if (bracket_of_.emplace(trial, bracket).second) assigned_.push_back(trial);
+  }
+
   // What the scheduler knows of a trial's progress (not persisted: after a
   // resume of the sweep, backfill starts afresh).
   struct Progress {
@@ -462,8 +505,10 @@ class AshaScheduler : public Scheduler {
   int64_t pace_count_ = 0;
   std::vector<std::vector<AshaRung>> brackets_;
   std::map<int64_t, int> bracket_of_;
+  std::vector<int64_t> assigned_;  // bracket_of_'s trials in the order they were assigned
   int64_t added_ = 0;
   std::vector<int64_t> ended_;
+  Marks saved_;  // what save_state_part() has handed out
 };
 
 }  // namespace

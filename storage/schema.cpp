@@ -143,8 +143,23 @@ CREATE TABLE driver_leases (
 )sql");
 }
 
+// v3: a scheduler's state saved by parts (ASHA's rungs grow with every trial:
+// each save appends what was added since the previous one, rather than
+// rewriting the whole state). experiments.scheduler_state is the first part.
+void to_v3(SQLite::Database& db) {
+  db.exec(R"sql(
+CREATE TABLE scheduler_state_parts (
+  id            INTEGER PRIMARY KEY,
+  experiment_id INTEGER NOT NULL REFERENCES experiments(id) ON DELETE CASCADE,
+  state_json    TEXT NOT NULL,
+  created_at    REAL
+);
+CREATE INDEX scheduler_state_parts_by_experiment ON scheduler_state_parts(experiment_id);
+)sql");
+}
+
 // kMigrations[N] takes the schema from version N to N+1.
-const std::vector<Step> kMigrations = {to_v1, to_v2};
+const std::vector<Step> kMigrations = {to_v1, to_v2, to_v3};
 
 void set_meta(SQLite::Database& db, const char* key, const std::string& value) {
   SQLite::Statement s(db, "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)");

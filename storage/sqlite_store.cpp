@@ -174,7 +174,39 @@ class SqliteStore final : public Store {
     update_experiment(kSetSearcherState, "set_searcher_state", id, state);
   }
   void set_scheduler_state(int64_t id, const Json& state) override {
-    update_experiment(kSetSchedulerState, "set_scheduler_state", id, state);
+    guard("set_scheduler_state", [&] {
+      exec_cached(kSavepoint);  // the state and its parts change together
+      try {
+        update_experiment(kSetSchedulerState, "set_scheduler_state", id, state);
+        Use s(stmt(kDropSchedulerStateParts));
+        s->bind(1, id);
+        s->exec();
+        exec_cached(kRelease);
+      } catch (...) {
+        exec_cached(kRollbackTo);
+        exec_cached(kRelease);
+        throw;
+      }
+    });
+  }
+  void add_scheduler_state_part(int64_t id, const Json& part) override {
+    guard("add_scheduler_state_part", [&] {
+      std::string json = dump(part);
+      Use s(stmt(kInsertSchedulerStatePart));
+      s->bind(1, id);
+      s->bindNoCopy(2, json);
+      s->bind(3, now());
+      s->exec();
+    });
+  }
+  std::vector<Json> scheduler_state_parts(int64_t id) override {
+    return guard("scheduler_state_parts", [&] {
+      std::vector<Json> out;
+      Use s(stmt(kListSchedulerStateParts));
+      s->bind(1, id);
+      while (s->executeStep()) out.push_back(json_column(s->getColumn(0), "scheduler_state_parts"));
+      return out;
+    });
   }
 
   int64_t add_trial(int64_t experiment_id, int64_t trial_index, const Json& config) override {

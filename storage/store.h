@@ -30,7 +30,7 @@
 
 namespace tune {
 
-inline constexpr int kSchemaVersion = 2;
+inline constexpr int kSchemaVersion = 3;
 
 enum class Durability { kNormal, kFull };
 
@@ -162,7 +162,12 @@ class Store {
   virtual std::vector<ExperimentRecord> experiments() = 0;
   virtual void set_experiment_status(int64_t experiment_id, const std::string& status) = 0;
   virtual void set_searcher_state(int64_t experiment_id, const Json& state) = 0;
+  // Replaces the scheduler's saved state and drops its later parts.
   virtual void set_scheduler_state(int64_t experiment_id, const Json& state) = 0;
+  // A later part of the scheduler's state (what was added since the previous
+  // save), applied after scheduler_state on restore, in order.
+  virtual void add_scheduler_state_part(int64_t experiment_id, const Json& part) = 0;
+  virtual std::vector<Json> scheduler_state_parts(int64_t experiment_id) = 0;
 
   // --- trials
   // Inserts the trial (status PENDING) and one row per flattened leaf of

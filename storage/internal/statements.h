@@ -19,6 +19,11 @@ constexpr const char* kSetSearcherState =
     "UPDATE experiments SET searcher_state = ?, updated_at = ? WHERE id = ?";
 constexpr const char* kSetSchedulerState =
     "UPDATE experiments SET scheduler_state = ?, updated_at = ? WHERE id = ?";
+constexpr const char* kDropSchedulerStateParts = "DELETE FROM scheduler_state_parts WHERE experiment_id = ?";
+constexpr const char* kInsertSchedulerStatePart =
+    "INSERT INTO scheduler_state_parts(experiment_id, state_json, created_at) VALUES (?,?,?)";
+constexpr const char* kListSchedulerStateParts =
+    "SELECT state_json FROM scheduler_state_parts WHERE experiment_id = ? ORDER BY id";
 constexpr const char* kInsertTrial =
     "INSERT INTO trials(experiment_id, trial_index, status, config_json, attempts,"
     " last_iteration, created_at) VALUES (?, ?, 'PENDING', ?, 0, 0, ?)";

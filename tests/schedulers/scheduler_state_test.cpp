@@ -142,6 +142,124 @@ TEST(SchedulerState, RestoredSchedulersContinueTheSameDecisions) {
                                    {"hyperparam_mutations", {{"x", {0.1, 0.5, 0.9}}}}});
 }
 
+// ASHA saves its state by parts (what each list gained since the last part).
+// A random script adds trials over time, ends some, pauses and promotes; at
+// random steps a part is taken, and a scheduler restored from the parts so
+// far (through their JSON text, as the store keeps them) must hold the same
+// state as the original and take the same decisions from then on. After the
+// restore it has nothing new to save; the parts it saves then continue the
+// same list.
+void expect_parts_rebuild_the_state(const Json& params) {
+  for (uint64_t seed = 1; seed <= 6; ++seed) {
+    auto a = make_scheduler("asha", params, "loss", "min");
+    std::mt19937_64 rng(seed);
+    std::uniform_real_distribution<double> u(0, 1);
+    std::vector<int64_t> iteration;
+    std::vector<bool> ended;
+    std::vector<Json> parts;
+    auto take_part = [&](Scheduler& s) {
+      std::optional<Json> part = s.save_state_part();
+      ASSERT_TRUE(part.has_value());
+      if (!part->is_null()) parts.push_back(Json::parse(part->dump()));
+    };
+    for (int step = 0; step < 600; ++step) {
+      if (iteration.size() < 40 && (iteration.empty() || rng() % 8 == 0)) {
+        a->on_trial_add(static_cast<int64_t>(iteration.size()), {{"x", u(rng)}});
+        iteration.push_back(0);
+        ended.push_back(false);
+      }
+      const auto trial = static_cast<int64_t>(rng() % iteration.size());
+      if (ended[static_cast<size_t>(trial)]) continue;
+      const int roll = static_cast<int>(rng() % 40);
+      if (roll == 0) {
+        a->on_trial_error(trial);
+        ended[static_cast<size_t>(trial)] = true;
+      } else {
+        iteration[static_cast<size_t>(trial)] += 1;
+        const int64_t it = iteration[static_cast<size_t>(trial)];
+        a->on_checkpoint(trial, it);
+        TrialDecision d = a->on_result(trial, {{"training_iteration", it}, {"time_total_s", it * 1.5},
+                                               {"loss", u(rng) + 1.0 / static_cast<double>(it)}});
+        if (d.action == TrialAction::kStop) {
+          a->on_trial_complete(trial, nullptr);
+          ended[static_cast<size_t>(trial)] = true;
+        }
+      }
+      std::vector<int64_t> paused;
+      for (int64_t t = 0; t < static_cast<int64_t>(iteration.size()); t += 3)
+        if (!ended[static_cast<size_t>(t)]) paused.push_back(t);
+      a->choose_trial_to_run(paused);
+      if (rng() % 5 == 0) take_part(*a);
+      if (step % 150 == 149) {
+        auto b = make_scheduler("asha", params, "loss", "min");
+        for (const Json& part : parts) b->restore_state(part);
+        // The parts so far, then what a has not yet saved, is a's state.
+        std::optional<Json> rest = a->save_state_part();
+        ASSERT_TRUE(rest.has_value());
+        if (!rest->is_null()) {
+          parts.push_back(Json::parse(rest->dump()));
+          b->restore_state(parts.back());
+        }
+        ASSERT_EQ(a->save_state(), b->save_state()) << "seed " << seed << " step " << step;
+        EXPECT_TRUE(b->save_state_part()->is_null()) << "a restored state is saved already";
+        const Json result = {{"training_iteration", 1000}, {"time_total_s", 1500.0}, {"loss", 0.5}};
+        for (int64_t t = 0; t < static_cast<int64_t>(iteration.size()); ++t) {
+          if (ended[static_cast<size_t>(t)]) continue;
+          auto a2 = make_scheduler("asha", params, "loss", "min");
+          a2->restore_state(a->save_state());
+          ASSERT_EQ(static_cast<int>(a2->on_result(t, result).action), static_cast<int>(b->on_result(t, result).action))
+              << "seed " << seed << " step " << step << " trial " << t;
+          ASSERT_EQ(a2->save_state(), b->save_state());
+          b = make_scheduler("asha", params, "loss", "min");
+          for (const Json& part : parts) b->restore_state(part);
+        }
+      }
+    }
+    EXPECT_GT(parts.size(), 10u) << "seed " << seed;
+  }
+}
+
+TEST(SchedulerState, AshaPartsInOrderRebuildTheWholeState) {
+  expect_parts_rebuild_the_state({{"reduction_factor", 3}, {"max_t", 27}, {"brackets", 2}});
+  expect_parts_rebuild_the_state({{"reduction_factor", 3}, {"max_t", 27}, {"promotion", true}});
+}
+
+// A part holds only what changed: after one more trial reaches the first
+// rung, the part is that one record and that trial's bracket, not the rungs
+// of the trials before it.
+TEST(SchedulerState, AnAshaPartHoldsOnlyWhatChanged) {
+  auto a = make_scheduler("asha", {{"reduction_factor", 3}, {"max_t", 9}}, "loss", "min");
+  for (int64_t t = 0; t < 50; ++t) {
+    a->on_trial_add(t, nullptr);
+    a->on_result(t, {{"training_iteration", 1}, {"loss", 1.0 / static_cast<double>(t + 1)}});
+  }
+  const Json first = *a->save_state_part();
+  EXPECT_EQ(first.at("brackets")[0][0].at("trials").size(), 50u);
+  EXPECT_TRUE(a->save_state_part()->is_null()) << "nothing new";
+  a->on_trial_add(50, nullptr);
+  a->on_result(50, {{"training_iteration", 1}, {"loss", 0.001}});
+  const Json second = *a->save_state_part();
+  EXPECT_EQ(second.at("brackets")[0][0].at("trials"), Json::array({50}));
+  EXPECT_EQ(second.at("brackets")[0][0].at("scores"), Json::array({-0.001}));
+  EXPECT_EQ(second.at("brackets")[0][1].at("trials"), Json::array());
+  EXPECT_EQ(second.at("bracket_of").at("trials"), Json::array({50}));
+  EXPECT_EQ(second.at("added"), 51);
+  // The whole state is unchanged by taking parts.
+  auto b = make_scheduler("asha", {{"reduction_factor", 3}, {"max_t", 9}}, "loss", "min");
+  b->restore_state(first);
+  b->restore_state(second);
+  EXPECT_EQ(a->save_state(), b->save_state());
+}
+
+// Schedulers whose state does not only grow are saved whole.
+TEST(SchedulerState, OnlyAshaSavesByParts) {
+  for (const std::string type : {"fifo", "hyperband", "median_stopping"})
+    EXPECT_FALSE(make_scheduler(type, Json::object(), "loss", "min")->save_state_part().has_value()) << type;
+  EXPECT_FALSE(make_scheduler("pbt", {{"hyperparam_mutations", {{"x", {0.1, 0.5}}}}}, "loss", "min")
+                   ->save_state_part()
+                   .has_value());
+}
+
 // ASHA's state as versions before 2026-11-29 saved it: [trial, score] pairs
 // per rung and [trial, bracket] pairs, where it now saves flat arrays.
 Json asha_pair_form(Json state) {

@@ -87,6 +87,32 @@ TEST(StoreOpen, ReopeningPreservesEverything) {
   EXPECT_EQ(store->checkpoints(trial).size(), 1u);
 }
 
+// A v2 store (before scheduler_state_parts) is read as it is, and upgraded
+// in place, its rows kept, when opened for writing.
+TEST(StoreOpen, AVersion2StoreIsReadAndUpgradedInPlace) {
+  TempDir tmp;
+  {
+    auto store = Store::open(tmp.path());
+    int64_t exp = store->create_experiment(named("exp"));
+    store->set_scheduler_state(exp, {{"added", 3}});
+  }
+  {
+    SQLite::Database db((fs::path(tmp.path()) / "tune.db").string(), SQLite::OPEN_READWRITE);
+    db.exec("DROP TABLE scheduler_state_parts; PRAGMA user_version = 2");
+  }
+  auto reader = Store::open(tmp.path(), /*read_only=*/true);
+  EXPECT_EQ(reader->schema_version(), 2);
+  EXPECT_EQ(reader->find_experiment("exp")->scheduler_state, Json({{"added", 3}}));
+  reader.reset();
+  auto store = Store::open(tmp.path());
+  EXPECT_EQ(store->schema_version(), 3);
+  auto exp = store->find_experiment("exp");
+  EXPECT_EQ(exp->scheduler_state, Json({{"added", 3}}));
+  EXPECT_TRUE(store->scheduler_state_parts(exp->id).empty());
+  store->add_scheduler_state_part(exp->id, {{"added", 4}});
+  EXPECT_EQ(store->scheduler_state_parts(exp->id), std::vector<Json>{Json({{"added", 4}})});
+}
+
 TEST(StoreOpen, ANewerSchemaIsRefusedWithoutBeingTouched) {
   TempDir tmp;
   Store::open(tmp.path());

@@ -94,6 +94,23 @@ TEST_F(StoreExperiments, StatusAndStatesUpdate) {
   EXPECT_THROW(store->set_experiment_status(999, "FAILED"), Error);
 }
 
+// The parts of a scheduler's state come back in the order they were added,
+// per experiment; setting the whole state drops them.
+TEST_F(StoreExperiments, SchedulerStatePartsKeepTheirOrderUntilTheWholeStateReplacesThem) {
+  const int64_t other = store->create_experiment(experiment("other"));
+  EXPECT_TRUE(store->scheduler_state_parts(exp_id).empty());
+  store->set_scheduler_state(exp_id, {{"part", 0}});
+  for (int i = 1; i <= 3; ++i) store->add_scheduler_state_part(exp_id, {{"part", i}});
+  store->add_scheduler_state_part(other, {{"part", 9}});
+  EXPECT_EQ(store->scheduler_state_parts(exp_id),
+            (std::vector<Json>{{{"part", 1}}, {{"part", 2}}, {{"part", 3}}}));
+  EXPECT_EQ(store->find_experiment("exp")->scheduler_state, Json({{"part", 0}}));
+  store->set_scheduler_state(exp_id, {{"whole", true}});
+  EXPECT_TRUE(store->scheduler_state_parts(exp_id).empty());
+  EXPECT_EQ(store->scheduler_state_parts(other), std::vector<Json>{Json({{"part", 9}})});
+  EXPECT_EQ(store->find_experiment("exp")->scheduler_state, Json({{"whole", true}}));
+}
+
 TEST_F(StoreTrials, ConfigRoundTripsAndParamsAreFlattened) {
   Json config = {{"lr", 0.01},
                  {"model", {{"layers", 3}, {"act", "relu"}, {"dims", {64, 32}}}},

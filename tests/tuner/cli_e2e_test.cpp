@@ -488,8 +488,24 @@ param_space:
   ASSERT_TRUE(paused);
   run_command("kill -9 " + std::to_string(pid));
   ASSERT_TRUE(wait_gone(pid)) << "kill -9 did not end the driver";
+  {
+    // The rungs were saved by parts (a pause saves with its batch): the first
+    // part in experiments.scheduler_state, each later one a row.
+    auto store = Store::open(storage, true);
+    const auto exp = store->find_experiment("asha");
+    ASSERT_FALSE(exp->scheduler_state.is_null());
+    EXPECT_FALSE(store->scheduler_state_parts(exp->id).empty());
+  }
   auto resumed = run_tune("resume asha --storage " + storage + " --quiet");
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  {
+    // Finished: the whole state in one row, the parts gone.
+    auto store = Store::open(storage, true);
+    const auto exp = store->find_experiment("asha");
+    EXPECT_TRUE(store->scheduler_state_parts(exp->id).empty());
+    EXPECT_EQ(exp->scheduler_state.at("added"), 9);
+    EXPECT_EQ(exp->scheduler_state.at("bracket_of").at("trials").size(), 9u);
+  }
   auto trials = json_of(run_tune("trials asha --storage " + storage + " --json").out);
   ASSERT_EQ(trials.size(), 9u);
   double best_x2 = 1e9;

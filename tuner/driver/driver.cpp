@@ -157,7 +157,11 @@ void Driver::load_experiment() {
   store_->set_experiment_status(experiment_.id, "RUNNING");
   Scheduler& scheduler = *sweep_.scheduler;
   const bool restored_scheduler = !experiment_.scheduler_state.is_null();
-  if (restored_scheduler) scheduler.restore_state(experiment_.scheduler_state);
+  if (restored_scheduler) {
+    scheduler.restore_state(experiment_.scheduler_state);
+    for (const Json& part : store_->scheduler_state_parts(experiment_.id)) scheduler.restore_state(part);
+  }
+  scheduler_state_stored_ = restored_scheduler;
   std::vector<Observation> observations;
   std::map<int64_t, int64_t> exploits;  // trial row -> exploits so far
   for (const ExploitRecord& exploit : store_->exploits(experiment_.id)) exploits[exploit.trial_id] += 1;
@@ -409,22 +413,38 @@ void Driver::stop_and_requeue(const std::string& reason) {
 }
 
 // Scheduler state (rungs, pauses, lineage) for `tune resume`: saved with the
-// batch at most once a second (its size grows with the trials), and at the end.
+// batch at most once a second, and at the end. A scheduler that saves by
+// parts (ASHA) appends what changed; one that cannot is saved whole, and its
+// state grows with the trials.
 void Driver::save_states(bool force) {
   profile::Scope timed(profile::Part::kStateSave);
   const double now = clock_.now();
   // A pause or exploit is saved with its batch: a restored scheduler must know
   // every trial the store shows PAUSED (e.g. its ASHA rung), or it is orphaned.
-  // Otherwise at most once a second, and no more often than keeps the saves
-  // under ~5 % of the driver's time: a scheduler's state grows with the
-  // trials it has seen (ASHA's rungs), and a sweep of a million trials must
-  // not spend its loop writing it (Ray adapts its experiment checkpoints so).
+  // Otherwise at most once a second, and a whole state no more often than
+  // keeps the saves under ~5 % of the driver's time (a sweep of a million
+  // trials must not spend its loop writing it; Ray adapts its experiment
+  // checkpoints so).
   const double interval = std::max(1.0, 19 * last_state_save_cost_);
   if (!force && !state_changed_ && now - last_state_save_ < interval) return;
   state_changed_ = false;
   last_state_save_ = now;
   store_->set_searcher_state(experiment_.id, {{"suggested", next_index_}});
-  store_->set_scheduler_state(experiment_.id, sweep_.scheduler->save_state());
+  Scheduler& scheduler = *sweep_.scheduler;
+  // At the end the whole state replaces the parts: one row to read back.
+  std::optional<Json> part = force ? std::nullopt : scheduler.save_state_part();
+  if (!part) {
+    store_->set_scheduler_state(experiment_.id, scheduler.save_state());
+    if (force) scheduler.save_state_part();  // the parts start again from here
+    scheduler_state_stored_ = true;
+  } else if (!part->is_null()) {
+    if (scheduler_state_stored_) {
+      store_->add_scheduler_state_part(experiment_.id, *part);
+    } else {
+      store_->set_scheduler_state(experiment_.id, *part);  // the first part
+      scheduler_state_stored_ = true;
+    }
+  }
   last_state_save_cost_ = clock_.now() - now;
 }
 

@@ -181,6 +181,7 @@ class Driver {
   bool stopping_ = false, interrupted_ = false;
   double started_ = 0, last_progress_ = 0, last_state_save_ = 0;
   double last_state_save_cost_ = 0;  // seconds the last save of the scheduler's state took
+  bool scheduler_state_stored_ = false;  // experiments.scheduler_state holds a state (later ones are parts)
   // next_trial() / may_launch(): when every queued trial waited for its old attempt (kWait),
   // the lifecycle's version and attempts_ended_ then; unchanged, so is the answer.
   struct Waiting {

@@ -12,6 +12,7 @@ namespace {
 constexpr int kParts = static_cast<int>(Part::kCount);
 std::array<std::atomic<int64_t>, kParts> g_calls{};
 std::array<std::atomic<int64_t>, kParts> g_nanoseconds{};
+std::array<std::atomic<int64_t>, kParts> g_longest{};  // the longest call: where a stall is
 
 const char* path() {
   static const char* const value = [] {
@@ -50,15 +51,20 @@ void add(Part part, int64_t nanoseconds) {
   const int i = static_cast<int>(part);
   g_calls[i].fetch_add(1, std::memory_order_relaxed);
   g_nanoseconds[i].fetch_add(nanoseconds, std::memory_order_relaxed);
+  int64_t longest = g_longest[i].load(std::memory_order_relaxed);
+  while (nanoseconds > longest &&
+         !g_longest[i].compare_exchange_weak(longest, nanoseconds, std::memory_order_relaxed)) {
+  }
 }
 
 std::string to_json() {
   std::string out = "{\"parts\": {";
   for (int i = 0; i < kParts; ++i) {
-    char entry[160];
-    std::snprintf(entry, sizeof entry, "%s\"%s\": {\"calls\": %lld, \"seconds\": %.9f}", i ? ", " : "",
-                  name(static_cast<Part>(i)), static_cast<long long>(g_calls[i].load()),
-                  static_cast<double>(g_nanoseconds[i].load()) * 1e-9);
+    char entry[200];
+    std::snprintf(entry, sizeof entry, "%s\"%s\": {\"calls\": %lld, \"seconds\": %.9f, \"longest_s\": %.9f}",
+                  i ? ", " : "", name(static_cast<Part>(i)), static_cast<long long>(g_calls[i].load()),
+                  static_cast<double>(g_nanoseconds[i].load()) * 1e-9,
+                  static_cast<double>(g_longest[i].load()) * 1e-9);
     out += entry;
   }
   return out + "}}\n";

@@ -5,7 +5,9 @@
 // a call; atomics, so the executors' threads add to it too), and the driver
 // writes the totals to PATH as JSON when the sweep ends:
 //
-//   {"parts": {"launch": {"calls": 1000, "seconds": 0.061}, ...}}
+//   {"parts": {"launch": {"calls": 1000, "seconds": 0.061, "longest_s": 0.0004}, ...}}
+//
+// (longest_s: the longest single call, where a stall shows.)
 //
 //   void Driver::housekeeping() {
 //     profile::Scope timed(profile::Part::kHousekeeping);
@@ -47,7 +49,7 @@ const char* name(Part part);
 // TUNE_PROFILE is set (read once).
 bool enabled();
 void add(Part part, int64_t nanoseconds);
-// {"parts": {NAME: {"calls": N, "seconds": S}}}, every part, as JSON text.
+// {"parts": {NAME: {"calls": N, "seconds": S, "longest_s": L}}}, every part, as JSON text.
 std::string to_json();
 // Writes to_json() to TUNE_PROFILE's path when profiling is on; errors are
 // printed, never thrown (a profile must not end a sweep).
