@@ -146,6 +146,9 @@ CREATE TABLE driver_leases (
 // v3: a scheduler's state saved by parts (ASHA's rungs grow with every trial:
 // each save appends what was added since the previous one, rather than
 // rewriting the whole state). experiments.scheduler_state is the first part.
+// And params_by_name goes: every new trial paid ~25k instructions for it (3
+// params), and the by-name queries of docs/SCHEMA.md took as long without it
+// (122 vs 124 ms at 100,000 trials x 5 params: they join every match anyway).
 void to_v3(SQLite::Database& db) {
   db.exec(R"sql(
 CREATE TABLE scheduler_state_parts (
@@ -155,6 +158,7 @@ CREATE TABLE scheduler_state_parts (
   created_at    REAL
 );
 CREATE INDEX scheduler_state_parts_by_experiment ON scheduler_state_parts(experiment_id);
+DROP INDEX IF EXISTS params_by_name;
 )sql");
 }
 

@@ -98,7 +98,7 @@ TEST(StoreOpen, AVersion2StoreIsReadAndUpgradedInPlace) {
   }
   {
     SQLite::Database db((fs::path(tmp.path()) / "tune.db").string(), SQLite::OPEN_READWRITE);
-    db.exec("DROP TABLE scheduler_state_parts; PRAGMA user_version = 2");
+    db.exec("DROP TABLE scheduler_state_parts; CREATE INDEX params_by_name ON params(name); PRAGMA user_version = 2");
   }
   auto reader = Store::open(tmp.path(), /*read_only=*/true);
   EXPECT_EQ(reader->schema_version(), 2);
@@ -111,6 +111,25 @@ TEST(StoreOpen, AVersion2StoreIsReadAndUpgradedInPlace) {
   EXPECT_TRUE(store->scheduler_state_parts(exp->id).empty());
   store->add_scheduler_state_part(exp->id, {{"added", 4}});
   EXPECT_EQ(store->scheduler_state_parts(exp->id), std::vector<Json>{Json({{"added", 4}})});
+  store.reset();
+  SQLite::Database db((fs::path(tmp.path()) / "tune.db").string(), SQLite::OPEN_READONLY);
+  EXPECT_EQ(db.execAndGet("SELECT count(*) FROM sqlite_master WHERE name = 'params_by_name'").getInt(), 0)
+      << "v3 drops the index on params(name)";
+}
+
+// Which indexes a new store has: each one costs every insert into its table
+// (params_by_name cost a new trial ~25k instructions for 3 params), so one
+// more is a decision, not an accident.
+TEST(StoreOpen, ANewStoreHasTheIndexesItNeedsAndNoOthers) {
+  TempDir tmp;
+  Store::open(tmp.path());
+  SQLite::Database db((fs::path(tmp.path()) / "tune.db").string(), SQLite::OPEN_READONLY);
+  std::vector<std::string> indexes;
+  SQLite::Statement q(db, "SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL ORDER BY name");
+  while (q.executeStep()) indexes.push_back(q.getColumn(0).getString());
+  EXPECT_EQ(indexes, (std::vector<std::string>{"checkpoints_by_trial", "events_by_experiment", "events_by_trial",
+                                               "exploits_by_trial", "results_by_trial",
+                                               "scheduler_state_parts_by_experiment"}));
 }
 
 TEST(StoreOpen, ANewerSchemaIsRefusedWithoutBeingTouched) {
