@@ -422,8 +422,9 @@ class SqliteStore final : public Store {
   std::vector<EventRecord> events(int64_t experiment_id) override {
     return guard("events", [&] { return read_events(db_, experiment_id); });
   }
-  std::vector<EventRecord> events_after(int64_t experiment_id, const std::string& kind, int64_t after_id) override {
-    return guard("events_after", [&] { return read_events_after(db_, experiment_id, kind, after_id); });
+  std::vector<EventRecord> events_after(int64_t experiment_id, const std::string& kind, int64_t after_id,
+                                        int64_t* newest) override {
+    return guard("events_after", [&] { return read_events_after(db_, experiment_id, kind, after_id, newest); });
   }
   ResultColumns result_columns(int64_t experiment_id, const std::vector<std::string>& keys) override {
     return guard("result_columns", [&] { return read_result_columns(db_, experiment_id, keys); });

@@ -219,8 +219,12 @@ class Store {
   // Every event of an experiment, in order.
   virtual std::vector<EventRecord> events(int64_t experiment_id) = 0;
   // Its events of one `kind` after the event `after_id`, in order (what a
-  // driver polls for: `tune hosts EXP add|drain` requests).
-  virtual std::vector<EventRecord> events_after(int64_t experiment_id, const std::string& kind, int64_t after_id) = 0;
+  // driver polls for: `tune hosts EXP add|drain` requests). `newest`, when
+  // given, is set to the newest event id of any kind looked past: polling
+  // from there reads only what was written since (a read of the events
+  // written since `after_id`, not of all of them).
+  virtual std::vector<EventRecord> events_after(int64_t experiment_id, const std::string& kind, int64_t after_id,
+                                                int64_t* newest = nullptr) = 0;
   // `keys` of every result of an experiment's trials, ordered by trial row id,
   // then as reported. Reads the metrics text without parsing whole objects:
   // 10^6 results in well under a second.

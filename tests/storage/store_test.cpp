@@ -308,6 +308,33 @@ TEST_F(StoreResults, CheckpointsAreListedLiveAndOldestFirst) {
   EXPECT_EQ(q.getColumn(1).getInt(), 1);
 }
 
+// What a driver polls for (`tune hosts` requests): the events of one kind
+// after a cursor, and the cursor moved past every event looked at, so the
+// next poll reads only what was written since; other experiments' and
+// other kinds' events are skipped.
+TEST_F(StoreResults, EventsAfterACursorAndTheCursorMovesPastWhatWasRead) {
+  const int64_t other = store->create_experiment(experiment("other"));
+  for (int i = 0; i < 50; ++i) store->add_event(exp_id, std::nullopt, "trial_started", Json::object(), 1.0);
+  store->add_event(other, std::nullopt, "host_request", {{"host", "b"}}, 2.0);
+  store->add_event(exp_id, std::nullopt, "host_request", {{"host", "a"}}, 3.0);
+  int64_t cursor = 0;
+  auto found = store->events_after(exp_id, "host_request", cursor, &cursor);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].detail, Json({{"host", "a"}}));
+  EXPECT_EQ(cursor, found[0].id) << "the newest event";
+  EXPECT_TRUE(store->events_after(exp_id, "host_request", cursor, &cursor).empty());
+  EXPECT_EQ(cursor, found[0].id);
+  store->add_event(exp_id, std::nullopt, "trial_started", Json::object(), 4.0);
+  store->add_event(exp_id, std::nullopt, "host_request", {{"host", "c"}}, 5.0);
+  store->add_event(exp_id, std::nullopt, "trial_started", Json::object(), 6.0);
+  found = store->events_after(exp_id, "host_request", cursor, &cursor);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].detail, Json({{"host", "c"}}));
+  EXPECT_EQ(cursor, found[0].id + 1) << "past the trial_started after it";
+  // Without a cursor to move, the same rows (what `tune hosts` waits on).
+  EXPECT_EQ(store->events_after(exp_id, "host_request", 0).size(), 2u);
+}
+
 TEST_F(StoreResults, EventsAreAppendedWithAndWithoutATrial) {
   int64_t trial = store->add_trial(exp_id, 0, Json::object());
   store->add_event(exp_id, std::nullopt, "experiment_started", Json(), 1.0);

@@ -99,8 +99,7 @@ void Driver::host_requests() {
   const double now = clock_.now();
   if (now - last_request_poll_ < 1.0) return;
   last_request_poll_ = now;
-  for (const EventRecord& request : store_->events_after(experiment_.id, "host_request", last_request_)) {
-    last_request_ = request.id;
+  for (const EventRecord& request : store_->events_after(experiment_.id, "host_request", last_request_, &last_request_)) {
     if (request.time < started_unix_ || !request.detail.is_object()) continue;  // before this driver
     const Json& d = request.detail;
     const std::string action = d.contains("action") && d["action"].is_string() ? d["action"].get<std::string>() : "";

@@ -153,7 +153,7 @@ class Driver {
   bool no_hosts_left_ = false;  // ... and none came back: the sweep stops (NoHostsLeft)
   std::vector<std::string> check_paths_;  // what a host must have (data files, the command's program)
   std::map<std::string, Host> joining_;   // `tune hosts EXP add`: being checked before they join
-  int64_t last_request_ = 0;              // the last host_request event read
+  int64_t last_request_ = 0;              // host_request events are read after this event id
   double last_request_poll_ = 0, started_unix_ = 0;
 
   PreparedSweep sweep_;
