@@ -11,6 +11,7 @@
 #include "tuner_test_util.h"
 #include "schedulers/scheduler.h"
 #include "storage/store.h"
+#include "tuner/driver/driver_impl.h"
 #include "tuner/driver/prepare.h"
 
 namespace tune {
@@ -45,6 +46,39 @@ class ScriptedScheduler : public Scheduler {
 };
 
 SweepSpec spec_of(int64_t samples) { return testing::one_parameter_spec("fake", samples, 1); }
+
+// A final trial's config and last result are packed (the driver keeps every
+// trial it has seen); unpacked they are what they were, value for value and
+// as text (the ResultGrid and the progress table read them so).
+TEST(DriverTrialState, APackedTrialUnpacksToTheSameConfigAndResult) {
+  internal::TrialState trial;
+  trial.config = {{"lr", 0.001},
+                  {"model", {{"layers", 3}, {"act", "relu"}, {"dims", {64, 32}}, {"empty", Json::object()}}},
+                  {"flag", true},
+                  {"offset", -5},
+                  {"seed", 18446744073709551615ull},
+                  {"name", "caf\u00e9 \"quoted\""},
+                  {"third", 1.0 / 3.0}};
+  trial.last_result = {{"loss", 0.25}, {"training_iteration", 7}, {"time_total_s", 1.5e-7}, {"note", nullptr},
+                       {"timestamp", 1.7e9 + 0.123456789}};
+  const Json config = trial.config, result = trial.last_result;
+  internal::pack(trial);
+  EXPECT_TRUE(trial.config.is_null());
+  EXPECT_TRUE(trial.last_result.is_null());
+  ASSERT_FALSE(trial.packed.empty());
+  EXPECT_LT(trial.packed.size(), config.dump().size() + result.dump().size()) << "smaller than its text";
+  internal::TrialRecordView view = internal::unpacked(trial);
+  EXPECT_EQ(view.config, config);
+  EXPECT_EQ(view.last_result, result);
+  EXPECT_EQ(view.config.dump(), config.dump());
+  EXPECT_EQ(view.last_result.dump(), result.dump());
+  const auto packed = trial.packed;
+  internal::pack(trial);  // packing twice changes nothing
+  EXPECT_EQ(trial.packed, packed);
+  internal::TrialState live;
+  live.config = config;
+  EXPECT_EQ(internal::unpacked(live).config, config) << "a trial not packed reads as it is";
+}
 
 TEST(DriverPause, FreesTheSlotAndTheResumedTrialContinuesFromItsCheckpoint) {
   Harness h;

@@ -185,6 +185,7 @@ void Driver::load_experiment() {
     if (is_final(*status)) {
       lifecycle_.add(trial.index, *status);
       observations.push_back({record.trial_index, record.config, record.last_result, *status == TrialStatus::kError});
+      pack(trial);
     } else {
       // Searchers count it as pending (it is re-run with this config).
       observations.push_back({record.trial_index, record.config, record.last_result, false, true});
@@ -533,7 +534,9 @@ void Driver::print_progress(bool final) {
   std::vector<ProgressRow> rows;
   rows.reserve(trials_.size());
   for (const auto& [index, trial] : trials_) {
-    rows.push_back({index, status_name(lifecycle_.status(index)), trial.config, trial.last_result, trial.error});
+    TrialRecordView view = unpacked(trial);
+    rows.push_back({index, status_name(lifecycle_.status(index)), std::move(view.config), std::move(view.last_result),
+                    trial.error});
   }
   std::vector<std::string> sampled;
   for (const auto& parameter : sweep_.spec.param_space.parameters()) sampled.push_back(parameter.path);
@@ -569,9 +572,15 @@ std::optional<double> Driver::eta() const {
 std::vector<TrialOutcome> Driver::take_outcomes() {
   std::vector<TrialOutcome> out;
   out.reserve(trials_.size());
-  for (auto& [index, trial] : trials_)
+  for (auto& [index, trial] : trials_) {
+    if (!trial.packed.empty()) {
+      TrialRecordView view = unpacked(trial);
+      trial.config = std::move(view.config);
+      trial.last_result = std::move(view.last_result);
+    }
     out.push_back({index, trial.row, status_name(lifecycle_.status(index)), std::move(trial.config),
                    std::move(trial.last_result), std::move(trial.error)});
+  }
   trials_.clear();
   return out;
 }

@@ -213,6 +213,7 @@ void Driver::terminate(TrialState& trial) {
   store_->set_trial_status(trial.row, kTerminated, clock_.unix_time());
   sweep_.searcher->on_complete({trial.index, trial.config, trial.last_result, false});
   sweep_.scheduler->on_trial_complete(trial.index, trial.last_result);
+  pack(trial);
 }
 
 void Driver::pause(TrialState& trial) {
@@ -301,7 +302,23 @@ void Driver::fail(TrialState& trial, const std::string& message, bool host_lost,
   store_->set_trial_status(trial.row, kError, now, message);
   sweep_.searcher->on_complete({trial.index, trial.config, trial.last_result, true});
   sweep_.scheduler->on_trial_error(trial.index);
+  pack(trial);
   if (run_.verbose) std::cerr << "tune: " << trial_folder_name(trial.index) << " failed: " << message << "\n";
+}
+
+void pack(TrialState& trial) {
+  if (!trial.packed.empty()) return;
+  Json both = Json::array({std::move(trial.config), std::move(trial.last_result)});
+  trial.packed = Json::to_cbor(both);
+  trial.packed.shrink_to_fit();
+  trial.config = Json();
+  trial.last_result = Json();
+}
+
+TrialRecordView unpacked(const TrialState& trial) {
+  if (trial.packed.empty()) return {trial.config, trial.last_result};
+  Json both = Json::from_cbor(trial.packed);
+  return {std::move(both[0]), std::move(both[1])};
 }
 
 }  // namespace tune::internal
