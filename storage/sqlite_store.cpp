@@ -210,13 +210,20 @@ class SqliteStore final : public Store {
   }
 
   int64_t add_trial(int64_t experiment_id, int64_t trial_index, const Json& config) override {
+    return add_trial_row(experiment_id, trial_index, config, std::nullopt);
+  }
+  int64_t add_started_trial(int64_t experiment_id, int64_t trial_index, const Json& config, double time) override {
+    return add_trial_row(experiment_id, trial_index, config, time);
+  }
+
+  int64_t add_trial_row(int64_t experiment_id, int64_t trial_index, const Json& config, std::optional<double> started) {
     return guard("add_trial", [&] {
       // The trial row and its params land together or not at all.
       // A savepoint, not begin(): a failure here must not roll back the
       // caller's whole batch, only this trial's rows.
       exec_cached(kSavepoint);
       try {
-        int64_t trial_id = insert_trial(experiment_id, trial_index, config);
+        int64_t trial_id = insert_trial(experiment_id, trial_index, config, started);
         exec_cached(kRelease);
         return trial_id;
       } catch (...) {
@@ -488,14 +495,15 @@ class SqliteStore final : public Store {
   }
 
  private:
-  int64_t insert_trial(int64_t experiment_id, int64_t trial_index, const Json& config) {
+  int64_t insert_trial(int64_t experiment_id, int64_t trial_index, const Json& config, std::optional<double> started) {
     int64_t trial_id;
     {
-      Use s(stmt(kInsertTrial));
+      Use s(stmt(started ? kInsertStartedTrial : kInsertTrial));
       s->bind(1, experiment_id);
       s->bind(2, trial_index);
       s->bind(3, dump(config));
       s->bind(4, now());
+      if (started) s->bind(5, *started);
       s->exec();
       trial_id = db_.getLastInsertRowid();
     }

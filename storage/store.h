@@ -173,6 +173,10 @@ class Store {
   // Inserts the trial (status PENDING) and one row per flattened leaf of
   // `config` (table params). Returns the trial's row id.
   virtual int64_t add_trial(int64_t experiment_id, int64_t trial_index, const Json& config) = 0;
+  // The same for a trial that starts at once: inserted RUNNING, attempts 1,
+  // started_at `time` (as add_trial() then set_trial_status(RUNNING, time),
+  // in one row write instead of two).
+  virtual int64_t add_started_trial(int64_t experiment_id, int64_t trial_index, const Json& config, double time) = 0;
   // Sets status; started_at when RUNNING (and attempts += 1), ended_at when
   // TERMINATED/ERROR. `error` replaces the stored message when non-empty.
   virtual void set_trial_status(int64_t trial_id, const std::string& status, double time,

@@ -27,6 +27,9 @@ constexpr const char* kListSchedulerStateParts =
 constexpr const char* kInsertTrial =
     "INSERT INTO trials(experiment_id, trial_index, status, config_json, attempts,"
     " last_iteration, created_at) VALUES (?, ?, 'PENDING', ?, 0, 0, ?)";
+constexpr const char* kInsertStartedTrial =
+    "INSERT INTO trials(experiment_id, trial_index, status, config_json, attempts,"
+    " last_iteration, created_at, started_at) VALUES (?, ?, 'RUNNING', ?, 1, 0, ?, ?)";
 constexpr const char* kInsertParam =
     "INSERT OR IGNORE INTO params(trial_id, name, value_json, value_real, value_text)"
     " VALUES (?,?,?,?,?)";

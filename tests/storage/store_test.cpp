@@ -146,6 +146,33 @@ TEST_F(StoreTrials, ConfigRoundTripsAndParamsAreFlattened) {
   EXPECT_EQ(rows["use_bn"], Row("true", "NULL", "NULL"));
 }
 
+// A trial inserted as it starts reads as one added and then started: the
+// same status, attempts, times and params, from one row write.
+TEST_F(StoreTrials, AStartedTrialIsTheSameAsOneAddedThenStarted) {
+  const Json config = {{"lr", 0.01}, {"model", {{"act", "relu"}}}};
+  const int64_t two_writes = store->add_trial(exp_id, 0, config);
+  store->set_trial_status(two_writes, "RUNNING", 123.5);
+  const int64_t one_write = store->add_started_trial(exp_id, 1, config, 123.5);
+  const auto a = *store->trial(exp_id, 0), b = *store->trial(exp_id, 1);
+  EXPECT_EQ(b.id, one_write);
+  EXPECT_EQ(b.status, "RUNNING");
+  EXPECT_EQ(b.status, a.status);
+  EXPECT_EQ(b.attempts, 1);
+  EXPECT_EQ(b.attempts, a.attempts);
+  EXPECT_EQ(b.started_at, 123.5);
+  EXPECT_EQ(b.started_at, a.started_at);
+  EXPECT_EQ(b.ended_at, a.ended_at);
+  EXPECT_EQ(b.config, a.config);
+  EXPECT_EQ(b.last_iteration, 0);
+  EXPECT_TRUE(b.last_result.is_null());
+  SQLite::Database db(Store::database_path(dir.path()));
+  SQLite::Statement q(db, "SELECT group_concat(name || '=' || value_json, ' ') FROM params WHERE trial_id = ?");
+  q.bind(1, one_write);
+  ASSERT_TRUE(q.executeStep());
+  EXPECT_EQ(q.getColumn(0).getString(), "lr=0.01 model.act=\"relu\"");
+  EXPECT_THROW(store->add_started_trial(exp_id, 1, config, 124.0), Error) << "the index is taken";
+}
+
 TEST_F(StoreTrials, TrialsAreListedByIndexAndADuplicateIndexIsRefused) {
   store->add_trial(exp_id, 2, {{"x", 2}});
   store->add_trial(exp_id, 0, {{"x", 0}});

@@ -80,6 +80,39 @@ TEST(DriverTrialState, APackedTrialUnpacksToTheSameConfigAndResult) {
   EXPECT_EQ(internal::unpacked(live).config, config) << "a trial not packed reads as it is";
 }
 
+// Past `unpacked_final_trials` final trials the driver holds the rest packed;
+// what it hands over at the end (the ResultGrid's source) is still what the
+// store says of every trial, packed or not, ended or failed.
+TEST(DriverTrialState, TrialsPackedPastTheLimitAreHandedOverAsTheStoreHasThem) {
+  SweepSpec spec = spec_of(5);
+  spec.stop.training_iteration = 2;
+  Harness h;
+  h.unpacked_final_trials = 2;
+  h.open(spec, 5, std::make_unique<ScriptedScheduler>());
+  ASSERT_TRUE(h.step());
+  for (int64_t t = 0; t < 5; ++t) h.fake->report({t, 1}, {{"loss", 1.0 / static_cast<double>(t + 1)}, {"tag", "t" + std::to_string(t)}});
+  ASSERT_TRUE(h.step());
+  for (int64_t t = 0; t < 4; ++t) h.fake->report({t, 1}, {{"loss", 0.5 / static_cast<double>(t + 1)}, {"tag", "u"}});
+  h.fake->crash({4, 1}, "boom");
+  h.step();
+  for (int64_t t = 0; t < 4; ++t) h.fake->end({t, 1}, true);
+  while (h.step()) {
+  }
+  EXPECT_EQ(h.driver->packed_trials(), 3u) << "5 final trials, 2 kept as they are";
+  h.finish();
+  const std::vector<internal::TrialOutcome> outcomes = h.driver->take_outcomes();
+  ASSERT_EQ(outcomes.size(), 5u);
+  for (const internal::TrialOutcome& o : outcomes) {
+    const TrialRecord stored = h.trial(o.index);
+    EXPECT_EQ(o.status, stored.status) << o.index;
+    EXPECT_EQ(o.config, stored.config) << o.index;
+    EXPECT_EQ(o.last_result, stored.last_result) << o.index;
+    EXPECT_EQ(o.error, stored.error) << o.index;
+  }
+  EXPECT_EQ(outcomes[4].status, kError);
+  EXPECT_EQ(outcomes[3].last_result.at("tag"), "u");
+}
+
 TEST(DriverPause, FreesTheSlotAndTheResumedTrialContinuesFromItsCheckpoint) {
   Harness h;
   h.open(spec_of(2), /*slots=*/1, std::make_unique<ScriptedScheduler>(std::map<int64_t, std::deque<TrialDecision>>{

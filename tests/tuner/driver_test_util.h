@@ -164,6 +164,7 @@ class Harness {
     internal::DriverEnvironment env;
     env.clock = &clock;
     env.interrupt = &interrupt;
+    env.unpacked_final_trials = unpacked_final_trials;
     env.make_executor = [this, checks = !hosts.empty()](const internal::ExecutorContext& context) {
       auto executor = std::make_unique<FakeExecutor>(context.events);
       executor->checking = checks;
@@ -193,6 +194,7 @@ class Harness {
 
   FakeClock clock;
   std::atomic<int> interrupt{0};
+  size_t unpacked_final_trials = 4096;  // DriverEnvironment's, set before open()
   // How the fake executor answers host checks (default: every host passes).
   std::function<internal::HostCheckResult(const internal::HostCheckRequest&)> answer;
   FakeExecutor* fake = nullptr;

@@ -185,7 +185,7 @@ void Driver::load_experiment() {
     if (is_final(*status)) {
       lifecycle_.add(trial.index, *status);
       observations.push_back({record.trial_index, record.config, record.last_result, *status == TrialStatus::kError});
-      pack(trial);
+      settle(trial);
     } else {
       // Searchers count it as pending (it is re-run with this config).
       observations.push_back({record.trial_index, record.config, record.last_result, false, true});
@@ -257,7 +257,8 @@ std::optional<int64_t> Driver::next_trial() {
     TrialState trial;
     trial.index = next_index_++;
     trial.config = std::move(*config);
-    trial.row = store_->add_trial(experiment_.id, trial.index, trial.config);
+    // Its row is written by start(), which follows at once in this batch:
+    // inserted RUNNING, rather than PENDING and then updated.
     sweep_.scheduler->on_trial_add(trial.index, trial.config);
     lifecycle_.add(trial.index);
     const int64_t index = trial.index;
@@ -297,7 +298,11 @@ void Driver::start(TrialState& trial, const Placement& placement) {
   // than the rest of a start, and a trial on another host needs none here.
   executor_->start(attempt, std::move(start), placement);
 
-  store_->set_trial_status(trial.row, kRunning, clock_.unix_time());
+  if (trial.row == 0) {  // a new trial (next_trial()): its first row
+    trial.row = store_->add_started_trial(experiment_.id, trial.index, trial.config, clock_.unix_time());
+  } else {
+    store_->set_trial_status(trial.row, kRunning, clock_.unix_time());
+  }
   Json hosts = Json::array();
   for (const auto& share : placement.hosts) hosts.push_back(share.host.empty() ? std::string("localhost") : share.host);
   store_->add_event(experiment_.id, trial.row, "trial_started",

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <string>
@@ -30,6 +31,11 @@ struct DriverEnvironment {
   const std::atomic<int>* interrupt = &g_interrupt_requests;
   // Default: make_executor (the registered kinds).
   std::function<std::unique_ptr<TrialExecutor>(const ExecutorContext&)> make_executor;
+  // Final trials whose config and last result stay unpacked; past these the
+  // driver packs them (~1.4 KB a trial down to a few hundred bytes, for ~35k
+  // instructions a trial to pack and unpack): a sweep of a few thousand
+  // trials pays nothing, one of millions does not hold them all as JSON.
+  size_t unpacked_final_trials = 4096;
 };
 
 // Thrown by run_experiment after it recorded the experiment INTERRUPTED

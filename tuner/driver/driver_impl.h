@@ -36,7 +36,7 @@ namespace tune::internal {
 // The driver's view of one trial.
 struct TrialState {
   int64_t index = 0;
-  int64_t row = 0;  // trials.id in the store
+  int64_t row = 0;  // trials.id in the store (0: a new trial whose start writes its row)
   Json config;  // its status lives in Driver::lifecycle_
   int attempt = 0;  // starts so far; events of other attempts are stale
   int failures = 0;
@@ -87,6 +87,8 @@ class Driver {
   TrialStatus status(int64_t trial) const { return lifecycle_.status(trial); }
   const std::string& name() const { return sweep_.spec.name; }
   int64_t experiment_id() const { return experiment_.id; }
+  // Final trials held packed (DriverEnvironment::unpacked_final_trials).
+  size_t packed_trials() const { return packed_final_; }
   Store& store() { return *store_; }
 
  private:
@@ -134,6 +136,7 @@ class Driver {
   void apply(TrialState& trial, const TrialDecision& decision);
   void leave_running(TrialState& trial);
   void terminate(TrialState& trial);
+  void settle(TrialState& trial);
   void pause(TrialState& trial);
   void exploit(TrialState& trial, const TrialDecision& decision);
   void requeue(TrialState& trial);
@@ -194,6 +197,7 @@ class Driver {
   bool stopping_ = false, interrupted_ = false;
   double started_ = 0, last_progress_ = 0, last_state_save_ = 0;
   double last_state_save_cost_ = 0;  // seconds the last save of the scheduler's state took
+  size_t unpacked_final_ = 0, packed_final_ = 0;  // final trials held as they are, and packed (settle())
   bool scheduler_state_stored_ = false;  // experiments.scheduler_state holds a state (later ones are parts)
   // next_trial() / may_launch(): when every queued trial waited for its old attempt (kWait),
   // the lifecycle's version and attempts_ended_ then; unchanged, so is the answer.

@@ -213,7 +213,7 @@ void Driver::terminate(TrialState& trial) {
   store_->set_trial_status(trial.row, kTerminated, clock_.unix_time());
   sweep_.searcher->on_complete({trial.index, trial.config, trial.last_result, false});
   sweep_.scheduler->on_trial_complete(trial.index, trial.last_result);
-  pack(trial);
+  settle(trial);
 }
 
 void Driver::pause(TrialState& trial) {
@@ -302,8 +302,18 @@ void Driver::fail(TrialState& trial, const std::string& message, bool host_lost,
   store_->set_trial_status(trial.row, kError, now, message);
   sweep_.searcher->on_complete({trial.index, trial.config, trial.last_result, true});
   sweep_.scheduler->on_trial_error(trial.index);
-  pack(trial);
+  settle(trial);
   if (run_.verbose) std::cerr << "tune: " << trial_folder_name(trial.index) << " failed: " << message << "\n";
+}
+
+// A trial just became final: packed once enough others are kept unpacked.
+void Driver::settle(TrialState& trial) {
+  if (unpacked_final_ < env_.unpacked_final_trials) {
+    ++unpacked_final_;
+  } else {
+    pack(trial);
+    ++packed_final_;
+  }
 }
 
 void pack(TrialState& trial) {
