@@ -98,6 +98,11 @@ class PbtScheduler : public Scheduler {
 
   void parse_mutations(const SchedulerParams& p);
   void end(int64_t trial);
+  // One member of a saved state (either form of restore_state()).
+  void restore_member(int64_t trial, const Json& config, double score, double last_perturb, bool has_checkpoint,
+                      bool alive, bool waiting, std::optional<double> paused_at, int64_t checkpoint_iteration,
+                      const Json& plan, std::vector<std::pair<double, double>> history,
+                      std::optional<double> history_t_max, std::optional<double> now);
   // A random member of the upper quantile with a checkpoint if `trial` is in the lower one.
   std::optional<int64_t> donor_for(int64_t trial);
   TrialDecision decide(int64_t trial, double t);

@@ -53,6 +53,27 @@ void expect_restore_continues(const std::string& type, const Json& params,
   }
 }
 
+// PBT's state as versions before 2026-11-29 saved it: one object per member
+// (its history as [time, score] pairs), where it now saves one array per field.
+Json pbt_member_form(Json state) {
+  const Json& c = state.at("members");
+  Json members = Json::array();
+  size_t next = 0;
+  for (size_t i = 0; i < c.at("trial").size(); ++i) {
+    Json m = Json::object();
+    for (const char* key : {"trial", "config", "score", "last_perturb", "has_checkpoint", "alive", "waiting", "paused",
+                            "paused_at", "now", "checkpoint_iteration", "plan", "history_t_max"})
+      m[key] = c.at(key)[i];
+    Json history = Json::array();
+    for (int64_t k = 0; k < c.at("history_count")[i].get<int64_t>(); ++k, ++next)
+      history.push_back({c.at("history_t")[next], c.at("history_score")[next]});
+    m["history"] = history;
+    members.push_back(m);
+  }
+  state["members"] = members;
+  return state;
+}
+
 // A PBT state saved before time sharing (no paused members, no "now", no
 // checkpoint iterations, no "more_trials") still restores: nothing paused,
 // each member's time its latest result's, more trials possible.
@@ -63,7 +84,7 @@ TEST(SchedulerState, APbtStateFromBeforeTimeSharingRestores) {
     a->on_checkpoint(i, 1);
     (void)a->on_result(i, {{"training_iteration", 1}, {"loss", 0.1 * (i + 1)}});
   }
-  Json old = a->save_state();
+  Json old = pbt_member_form(a->save_state());
   old.erase("more_trials");
   for (Json& m : old["members"])
     for (const char* key : {"paused", "paused_at", "now", "checkpoint_iteration"}) m.erase(key);
@@ -111,8 +132,11 @@ TEST(SchedulerState, PbtKeepsABoundedHistoryPerMember) {
   auto a = iteration_pbt(1000);
   a->on_trial_add(0, {{"x", 0.5}});
   for (int i = 1; i <= 100; ++i) (void)a->on_result(0, {{"training_iteration", i}, {"loss", 1.0 / i}});
-  const Json state = a->save_state();
-  ASSERT_EQ(state.at("members").size(), 1u);
+  const Json saved = a->save_state();
+  ASSERT_EQ(saved.at("members").at("trial").size(), 1u);
+  EXPECT_EQ(saved["members"].at("history_count"), Json::array({8}));
+  ASSERT_EQ(saved["members"].at("history_t").size(), 8u);
+  const Json state = pbt_member_form(saved);
   const Json& member = state["members"][0];
   ASSERT_EQ(member.at("history").size(), 8u);
   EXPECT_EQ(member["history"][0][0], 93);
@@ -126,9 +150,35 @@ TEST(SchedulerState, PbtKeepsABoundedHistoryPerMember) {
   old["members"][0]["history"] = full;
   auto b = iteration_pbt(1000);
   b->restore_state(old);
-  const Json again = b->save_state();
+  const Json again = pbt_member_form(b->save_state());
   EXPECT_EQ(again["members"][0]["history"].size(), 8u);
   EXPECT_EQ(again["members"][0]["history_t_max"], 100);
+  EXPECT_EQ(b->save_state(), saved) << "the old form restores to the state it was saved from";
+}
+
+// The earlier per-member form restores to schedulers that decide the same;
+// a column that is not one entry per member is an error, not a crash.
+TEST(SchedulerState, APbtStateInTheEarlierPerMemberFormRestores) {
+  const Json async = {{"time_attr", "training_iteration"}, {"perturbation_interval", 5},
+                      {"hyperparam_mutations", {{"x", {{"uniform", {0, 1}}}}}}};
+  expect_restore_continues("pbt", async, pbt_member_form);
+  expect_restore_continues("pbt", {{"time_attr", "training_iteration"}, {"perturbation_interval", 5}, {"synch", true},
+                                   {"hyperparam_mutations", {{"x", {0.1, 0.5, 0.9}}}}},
+                           pbt_member_form);
+  auto a = make_scheduler("pbt", async, "loss", "min");
+  for (int i = 0; i < 3; ++i) a->on_trial_add(i, {{"x", 0.5}});
+  for (int i = 0; i < 3; ++i) (void)a->on_result(i, {{"training_iteration", 1}, {"loss", 0.5}});
+  Json bad = a->save_state();
+  bad["members"]["score"].erase(0);
+  try {
+    make_scheduler("pbt", async, "loss", "min")->restore_state(bad);
+    FAIL() << "expected tune::Error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "pbt state: members' score is not one per trial");
+  }
+  bad = a->save_state();
+  bad["members"]["history_count"][0] = 100;
+  EXPECT_THROW(make_scheduler("pbt", async, "loss", "min")->restore_state(bad), Error);
 }
 
 TEST(SchedulerState, RestoredSchedulersContinueTheSameDecisions) {
