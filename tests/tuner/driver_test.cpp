@@ -62,8 +62,9 @@ TEST(DriverTrialState, APackedTrialUnpacksToTheSameConfigAndResult) {
   trial.last_result = {{"loss", 0.25}, {"training_iteration", 7}, {"time_total_s", 1.5e-7}, {"note", nullptr},
                        {"timestamp", 1.7e9 + 0.123456789}};
   const Json config = trial.config, result = trial.last_result;
-  internal::pack(trial);
+  internal::pack(trial, "loss");
   EXPECT_TRUE(trial.config.is_null());
+  EXPECT_EQ(trial.packed_metric, 0.25) << "what the progress table ranks it by";
   EXPECT_TRUE(trial.last_result.is_null());
   ASSERT_FALSE(trial.packed.empty());
   EXPECT_LT(trial.packed.size(), config.dump().size() + result.dump().size()) << "smaller than its text";
@@ -73,7 +74,7 @@ TEST(DriverTrialState, APackedTrialUnpacksToTheSameConfigAndResult) {
   EXPECT_EQ(view.config.dump(), config.dump());
   EXPECT_EQ(view.last_result.dump(), result.dump());
   const auto packed = trial.packed;
-  internal::pack(trial);  // packing twice changes nothing
+  internal::pack(trial, "loss");  // packing twice changes nothing
   EXPECT_EQ(trial.packed, packed);
   internal::TrialState live;
   live.config = config;
@@ -111,6 +112,37 @@ TEST(DriverTrialState, TrialsPackedPastTheLimitAreHandedOverAsTheStoreHasThem) {
   }
   EXPECT_EQ(outcomes[4].status, kError);
   EXPECT_EQ(outcomes[3].last_result.at("tag"), "u");
+}
+
+// The progress table ranks packed trials by the metric kept beside them and
+// unpacks only the rows it lists: it reads the same as with nothing packed.
+TEST(DriverTrialState, TheProgressTableIsTheSameWithTrialsPacked) {
+  auto table = [](size_t unpacked) {
+    SweepSpec spec = spec_of(25);
+    spec.stop.training_iteration = 1;
+    Harness h;
+    h.verbose = true;
+    h.unpacked_final_trials = unpacked;
+    h.open(spec, 25, std::make_unique<ScriptedScheduler>());
+    EXPECT_TRUE(h.step());
+    for (int64_t t = 0; t < 25; ++t) h.fake->report({t, 1}, {{"loss", static_cast<double>((t * 7) % 25)}});
+    h.step();
+    for (int64_t t = 0; t < 25; ++t) h.fake->end({t, 1}, true);
+    while (h.step()) {
+    }
+    EXPECT_EQ(h.driver->packed_trials(), unpacked == 0 ? 25u : 0u);
+    ::testing::internal::CaptureStdout();
+    h.finish();
+    return ::testing::internal::GetCapturedStdout();
+  };
+  const std::string packed = table(0), unpacked = table(4096);
+  EXPECT_EQ(packed, unpacked);
+  EXPECT_NE(packed.find("25 TERMINATED"), std::string::npos) << packed;
+  EXPECT_NE(packed.find("... 5 more trials"), std::string::npos) << packed;
+  const size_t first_row = packed.find("trial_00000");  // loss 0: the best, listed first
+  ASSERT_NE(first_row, std::string::npos) << packed;
+  EXPECT_LT(first_row, packed.find("trial_00018")) << packed;  // loss 1 next
+  EXPECT_EQ(packed.find("trial_00010 "), std::string::npos) << "loss 20: not among the 20 best\n" << packed;
 }
 
 TEST(DriverPause, FreesTheSlotAndTheResumedTrialContinuesFromItsCheckpoint) {

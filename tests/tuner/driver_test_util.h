@@ -151,7 +151,8 @@ class Harness {
     RunConfig run;
     run.storage_path = storage_;
     run.slots = slots;
-    run.verbose = false;
+    run.verbose = verbose;
+    run.progress_interval_s = 1e9;  // verbose: the table at the end only
     run.run_ahead = run_ahead;
     auto sweep = internal::prepare_sweep(std::move(spec), run, [](Session&) {}, std::move(scheduler), nullptr, resume);
     if (!hosts.empty()) {
@@ -195,6 +196,7 @@ class Harness {
   FakeClock clock;
   std::atomic<int> interrupt{0};
   size_t unpacked_final_trials = 4096;  // DriverEnvironment's, set before open()
+  bool verbose = false;                  // RunConfig's: the progress table at finish()
   // How the fake executor answers host checks (default: every host passes).
   std::function<internal::HostCheckResult(const internal::HostCheckRequest&)> answer;
   FakeExecutor* fake = nullptr;

@@ -534,14 +534,33 @@ std::string Driver::run() {
   return sweep_.spec.name;
 }
 
+constexpr size_t kProgressRows = 20;  // trials the progress table lists
+
 void Driver::print_progress(bool final) {
   profile::Scope timed(profile::Part::kProgress);
+  const std::string& metric = sweep_.spec.metric;
   std::vector<ProgressRow> rows;
+  std::vector<const TrialState*> packed(trials_.size(), nullptr);
   rows.reserve(trials_.size());
   for (const auto& [index, trial] : trials_) {
-    TrialRecordView view = unpacked(trial);
-    rows.push_back({index, status_name(lifecycle_.status(index)), std::move(view.config), std::move(view.last_result),
-                    trial.error});
+    ProgressRow row{index, status_name(lifecycle_.status(index)), Json(), Json(), trial.error};
+    if (trial.packed.empty()) {
+      row.config = trial.config;
+      row.last_result = trial.last_result;
+    } else {  // ranked by its metric; unpacked below only if the table shows it
+      packed[rows.size()] = &trial;
+      if (!metric.empty() && !std::isnan(trial.packed_metric)) row.last_result = {{metric, trial.packed_metric}};
+    }
+    rows.push_back(std::move(row));
+  }
+  std::vector<size_t> shown = progress_order(metric, sweep_.spec.mode, rows, kProgressRows);
+  shown.push_back(0);  // the first row names the parameter columns when nothing is sampled
+  for (size_t i : shown) {
+    if (i >= rows.size() || !packed[i]) continue;
+    TrialRecordView view = unpacked(*packed[i]);
+    rows[i].config = std::move(view.config);
+    rows[i].last_result = std::move(view.last_result);
+    packed[i] = nullptr;
   }
   std::vector<std::string> sampled;
   for (const auto& parameter : sweep_.spec.param_space.parameters()) sampled.push_back(parameter.path);
@@ -549,7 +568,7 @@ void Driver::print_progress(bool final) {
   std::vector<std::string> more_metrics;
   for (size_t i = 1; i < sweep_.spec.objectives.size(); ++i) more_metrics.push_back(sweep_.spec.objectives[i].metric);
   std::cout << render_progress(sweep_.spec.name, sweep_.spec.metric, sweep_.spec.mode, rows, clock_.now() - started_,
-                               pool_.used(), pool_.total(), final, sampled, 20, eta(), more_metrics);
+                               pool_.used(), pool_.total(), final, sampled, kProgressRows, eta(), more_metrics);
   if (const auto excluded = pool_.excluded(); !excluded.empty())
     std::cout << "hosts taken out after repeated losses: " << join_names(excluded) << "\n";
   std::cout << std::flush;

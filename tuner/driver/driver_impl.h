@@ -54,13 +54,14 @@ struct TrialState {
   // is a std::map: ~100 bytes a key). Empty until then; config and
   // last_result are null after.
   std::vector<std::uint8_t> packed;
+  double packed_metric = NAN;  // packed: its last result's metric (the progress table ranks by it)
 };
 
 // A final trial's config and last result, packed or not.
 struct TrialRecordView {
   Json config, last_result;
 };
-void pack(TrialState& trial);
+void pack(TrialState& trial, const std::string& metric);
 TrialRecordView unpacked(const TrialState& trial);
 
 class Driver {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <numeric>
 
 #include <fmt/format.h>
 
@@ -60,22 +61,7 @@ std::string render_progress(const std::string& experiment, const std::string& me
   }
   out += "\n";
 
-  // Order: running first, then by metric (best first), then by index.
-  std::vector<const ProgressRow*> order;
-  for (const auto& row : rows) order.push_back(&row);
-  auto score = [&](const ProgressRow* row) {
-    if (metric.empty() || !row->last_result.is_object()) return std::nan("");
-    auto it = row->last_result.find(metric);
-    return it != row->last_result.end() && it->is_number() ? it->get<double>() : std::nan("");
-  };
-  std::stable_sort(order.begin(), order.end(), [&](const ProgressRow* a, const ProgressRow* b) {
-    bool ra = a->status == "RUNNING", rb = b->status == "RUNNING";
-    if (ra != rb) return ra;
-    double sa = score(a), sb = score(b);
-    if (std::isnan(sa) != std::isnan(sb)) return !std::isnan(sa);
-    if (!std::isnan(sa) && sa != sb) return mode == "max" ? sa > sb : sa < sb;
-    return a->trial_index < b->trial_index;
-  });
+  const std::vector<size_t> order = progress_order(metric, mode, rows, max_rows);
 
   std::vector<std::string> header = {"trial", "status"};
   std::vector<std::string> params = sampled;
@@ -91,8 +77,8 @@ std::string render_progress(const std::string& experiment, const std::string& me
   header.push_back("time_s");
 
   std::vector<std::vector<std::string>> table;
-  for (size_t i = 0; i < order.size() && i < max_rows; ++i) {
-    const ProgressRow& row = *order[i];
+  for (size_t i : order) {
+    const ProgressRow& row = rows[i];
     std::vector<std::string> cells = {trial_folder_name(row.trial_index), row.status};
     Json flat = flatten(row.config);
     for (const auto& p : params) cells.push_back(flat.contains(p) ? format_value(flat[p]) : "");
@@ -104,8 +90,34 @@ std::string render_progress(const std::string& experiment, const std::string& me
     table.push_back(std::move(cells));
   }
   out += render_table(header, table);
-  if (order.size() > max_rows) out += fmt::format("... {} more trials\n", order.size() - max_rows);
+  if (rows.size() > max_rows) out += fmt::format("... {} more trials\n", rows.size() - max_rows);
   return out;
+}
+
+std::vector<size_t> progress_order(const std::string& metric, const std::string& mode,
+                                   const std::vector<ProgressRow>& rows, size_t max_rows) {
+  std::vector<size_t> order(rows.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  auto score = [&](const ProgressRow& row) {
+    if (metric.empty() || !row.last_result.is_object()) return std::nan("");
+    auto it = row.last_result.find(metric);
+    return it != row.last_result.end() && it->is_number() ? it->get<double>() : std::nan("");
+  };
+  auto before = [&](size_t i, size_t j) {
+    const ProgressRow &a = rows[i], &b = rows[j];
+    bool ra = a.status == "RUNNING", rb = b.status == "RUNNING";
+    if (ra != rb) return ra;
+    double sa = score(a), sb = score(b);
+    if (std::isnan(sa) != std::isnan(sb)) return !std::isnan(sa);
+    if (!std::isnan(sa) && sa != sb) return mode == "max" ? sa > sb : sa < sb;
+    return a.trial_index < b.trial_index;
+  };
+  // The first max_rows of the stable order: a total order (ties end on the
+  // trial index), so a partial sort gives the same rows.
+  const size_t shown = std::min(max_rows, order.size());
+  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(shown), order.end(), before);
+  order.resize(shown);
+  return order;
 }
 
 std::optional<double> estimate_eta(const EtaInput& in) {

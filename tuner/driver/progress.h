@@ -30,6 +30,13 @@ std::string render_progress(const std::string& experiment, const std::string& me
                             std::optional<double> eta_s = std::nullopt,
                             const std::vector<std::string>& more_metrics = {});
 
+// The rows render_progress() lists, in its order (running first, then by
+// metric, best first, then by index), at most `max_rows`: indexes into `rows`.
+// Only their config and last result are shown; of the others only status and
+// the metric (in last_result) are read.
+std::vector<size_t> progress_order(const std::string& metric, const std::string& mode,
+                                   const std::vector<ProgressRow>& rows, size_t max_rows);
+
 // What an ETA is estimated from.
 struct EtaInput {
   int64_t total_trials = -1;          // the searcher's total; -1 = unbounded

@@ -311,13 +311,15 @@ void Driver::settle(TrialState& trial) {
   if (unpacked_final_ < env_.unpacked_final_trials) {
     ++unpacked_final_;
   } else {
-    pack(trial);
+    pack(trial, sweep_.spec.metric);
     ++packed_final_;
   }
 }
 
-void pack(TrialState& trial) {
+void pack(TrialState& trial, const std::string& metric) {
   if (!trial.packed.empty()) return;
+  if (const auto it = trial.last_result.find(metric); it != trial.last_result.end() && it->is_number())
+    trial.packed_metric = it->get<double>();
   Json both = Json::array({std::move(trial.config), std::move(trial.last_result)});
   trial.packed = Json::to_cbor(both);
   trial.packed.shrink_to_fit();
