@@ -175,18 +175,12 @@ class SqliteStore final : public Store {
   }
   void set_scheduler_state(int64_t id, const Json& state) override {
     guard("set_scheduler_state", [&] {
-      exec_cached(kSavepoint);  // the state and its parts change together
-      try {
+      in_savepoint([&] {  // the state and its parts change together
         update_experiment(kSetSchedulerState, "set_scheduler_state", id, state);
         Use s(stmt(kDropSchedulerStateParts));
         s->bind(1, id);
         s->exec();
-        exec_cached(kRelease);
-      } catch (...) {
-        exec_cached(kRollbackTo);
-        exec_cached(kRelease);
-        throw;
-      }
+      });
     });
   }
   void add_scheduler_state_part(int64_t id, const Json& part) override {
@@ -219,22 +213,7 @@ class SqliteStore final : public Store {
   int64_t add_trial_row(int64_t experiment_id, int64_t trial_index, const Json& config, std::optional<double> started) {
     return guard("add_trial", [&] {
       // The trial row and its params land together or not at all.
-      // A savepoint, not begin(): a failure here must not roll back the
-      // caller's whole batch, only this trial's rows.
-      exec_cached(kSavepoint);
-      try {
-        int64_t trial_id = insert_trial(experiment_id, trial_index, config, started);
-        exec_cached(kRelease);
-        return trial_id;
-      } catch (...) {
-        try {
-          exec_cached(kRollbackTo);
-          exec_cached(kRelease);
-        } catch (const SQLite::Exception&) {
-          // SQLite already rolled the whole transaction back; nothing to undo.
-        }
-        throw;
-      }
+      return in_savepoint([&] { return insert_trial(experiment_id, trial_index, config, started); });
     });
   }
 
@@ -522,6 +501,31 @@ class SqliteStore final : public Store {
       if (value.is_string()) s->bind(5, value.get_ref<const std::string&>());
       s->exec();
     });
+  }
+
+  // f's rows together or not at all. A savepoint, not begin(): a failure
+  // here must not roll back the caller's whole batch, only f's rows.
+  template <class F>
+  auto in_savepoint(F&& f) -> decltype(f()) {
+    exec_cached(kSavepoint);
+    try {
+      if constexpr (std::is_void_v<decltype(f())>) {
+        f();
+        exec_cached(kRelease);
+      } else {
+        auto result = f();
+        exec_cached(kRelease);
+        return result;
+      }
+    } catch (...) {
+      try {
+        exec_cached(kRollbackTo);
+        exec_cached(kRelease);
+      } catch (const SQLite::Exception&) {
+        // SQLite already rolled the whole transaction back; nothing to undo.
+      }
+      throw;
+    }
   }
 
   template <class F>

@@ -73,9 +73,9 @@ constexpr const char* kDeleteCheckpoint = "UPDATE checkpoints SET deleted = 1 WH
 constexpr const char* kListCheckpoints =
     "SELECT id, trial_id, iteration, path, score, deleted, created_at FROM checkpoints"
     " WHERE trial_id = ? AND deleted = 0 ORDER BY id";
-constexpr const char* kSavepoint = "SAVEPOINT add_trial";
-constexpr const char* kRelease = "RELEASE add_trial";
-constexpr const char* kRollbackTo = "ROLLBACK TO add_trial";
+constexpr const char* kSavepoint = "SAVEPOINT rows";
+constexpr const char* kRelease = "RELEASE rows";
+constexpr const char* kRollbackTo = "ROLLBACK TO rows";
 constexpr const char* kInsertEvent =
     "INSERT INTO events(experiment_id, trial_id, time, kind, detail_json) VALUES (?,?,?,?,?)";
 

@@ -597,13 +597,10 @@ std::vector<TrialOutcome> Driver::take_outcomes() {
   std::vector<TrialOutcome> out;
   out.reserve(trials_.size());
   for (auto& [index, trial] : trials_) {
-    if (!trial.packed.empty()) {
-      TrialRecordView view = unpacked(trial);
-      trial.config = std::move(view.config);
-      trial.last_result = std::move(view.last_result);
-    }
-    out.push_back({index, trial.row, status_name(lifecycle_.status(index)), std::move(trial.config),
-                   std::move(trial.last_result), std::move(trial.error)});
+    TrialRecordView view = trial.packed.empty() ? TrialRecordView{std::move(trial.config), std::move(trial.last_result)}
+                                                : unpacked(trial);
+    out.push_back({index, trial.row, status_name(lifecycle_.status(index)), std::move(view.config),
+                   std::move(view.last_result), std::move(trial.error)});
   }
   trials_.clear();
   return out;
