@@ -47,6 +47,7 @@ PbtScheduler::PbtScheduler(const std::string& type, const Json& params, const st
   quantile_ = p.number_in("quantile_fraction", 0.25, 0, 0.5);
   synch_ = p.boolean("synch", false);
   rng_.seed(static_cast<uint64_t>(p.whole_number("seed", 0, 0)));
+  saved_rng_ = rng_;
 }
 
 namespace {
@@ -100,19 +101,19 @@ void PbtScheduler::parse_mutations(const SchedulerParams& p) {
 }
 
 void PbtScheduler::on_trial_add(int64_t trial, const Json& config) {
-  if (!members_.count(trial)) members_[trial].config = config;
+  if (!members_.count(trial)) touch(trial).config = config;
 }
 
-void PbtScheduler::on_trial_restored(int64_t trial, const Json& config) { members_[trial].config = config; }
+void PbtScheduler::on_trial_restored(int64_t trial, const Json& config) { touch(trial).config = config; }
 
 void PbtScheduler::on_checkpoint(int64_t trial, int64_t iteration) {
-  Member& m = members_[trial];
+  Member& m = touch(trial);
   update(trial, m, [](Member& member) { member.has_checkpoint = true; });
   m.checkpoint_iteration = iteration;
 }
 
 TrialDecision PbtScheduler::on_result(int64_t trial, const Json& result) {
-  Member& m = members_[trial];
+  Member& m = touch(trial);
   double t = 0, value = 0;
   if (!number_at(result, time_attr_, &t) || !number_at(result, metric_, &value)) return TrialDecision::next();
   update(trial, m, [&](Member& member) { member.score = sign_ * value; });
@@ -185,7 +186,7 @@ std::optional<int64_t> PbtScheduler::choose_trial_to_run(const std::vector<int64
 }
 
 TrialDecision PbtScheduler::on_trial_resume(int64_t trial) {
-  Member& m = members_[trial];
+  Member& m = touch(trial);
   TrialDecision d = m.plan ? *m.plan : TrialDecision::next();
   m.plan.reset();
   m.waiting = false;
@@ -199,15 +200,15 @@ TrialDecision PbtScheduler::on_trial_resume(int64_t trial) {
 // every time and score): a JSON object per member took ~140 ms to build at
 // 16,000 members, and a time-shared population saves with every batch that
 // pauses a trial. restore_state() reads this and the earlier per-member form.
-Json PbtScheduler::save_state() const {
-  const size_t n = members_.size();
+Json PbtScheduler::columns(const std::vector<int64_t>* only) const {
+  const size_t n = only ? only->size() : members_.size();
   std::vector<int64_t> trials, checkpoint_iteration, history_count;
   std::vector<double> score, last_perturb, paused_at, now, history_t_max, history_t, history_score;
   std::vector<bool> has_checkpoint, alive, waiting, paused;
   Json configs = Json::array(), plans = Json::array();
   for (auto* v : {&trials, &checkpoint_iteration, &history_count}) v->reserve(n);
   for (auto* v : {&score, &last_perturb, &paused_at, &now, &history_t_max}) v->reserve(n);
-  for (const auto& [trial, m] : members_) {
+  auto add = [&](int64_t trial, const Member& m) {
     trials.push_back(trial);
     configs.push_back(m.config);
     score.push_back(m.score);  // NaN (no score yet) is written as null
@@ -225,26 +226,85 @@ Json PbtScheduler::save_state() const {
     history_count.push_back(static_cast<int64_t>(m.history.size()));
     for (const auto& [t, v] : m.history) history_t.push_back(t), history_score.push_back(v);
     history_t_max.push_back(m.history_t_max);
+  };
+  if (only) {
+    for (int64_t trial : *only) add(trial, members_.at(trial));
+  } else {
+    for (const auto& [trial, m] : members_) add(trial, m);
   }
-  Json members = {{"trial", std::move(trials)},
-                  {"config", std::move(configs)},
-                  {"score", std::move(score)},
-                  {"last_perturb", std::move(last_perturb)},
-                  {"has_checkpoint", std::move(has_checkpoint)},
-                  {"alive", std::move(alive)},
-                  {"waiting", std::move(waiting)},
-                  {"paused", std::move(paused)},
-                  {"paused_at", std::move(paused_at)},
-                  {"now", std::move(now)},
-                  {"checkpoint_iteration", std::move(checkpoint_iteration)},
-                  {"plan", std::move(plans)},
-                  {"history_count", std::move(history_count)},
-                  {"history_t", std::move(history_t)},
-                  {"history_score", std::move(history_score)},
-                  {"history_t_max", std::move(history_t_max)}};
+  return {{"trial", std::move(trials)},
+          {"config", std::move(configs)},
+          {"score", std::move(score)},
+          {"last_perturb", std::move(last_perturb)},
+          {"has_checkpoint", std::move(has_checkpoint)},
+          {"alive", std::move(alive)},
+          {"waiting", std::move(waiting)},
+          {"paused", std::move(paused)},
+          {"paused_at", std::move(paused_at)},
+          {"now", std::move(now)},
+          {"checkpoint_iteration", std::move(checkpoint_iteration)},
+          {"plan", std::move(plans)},
+          {"history_count", std::move(history_count)},
+          {"history_t", std::move(history_t)},
+          {"history_score", std::move(history_score)},
+          {"history_t_max", std::move(history_t_max)}};
+}
+
+namespace {
+// Draws of `from` until it equals `to` (a copy of it that has drawn more), at
+// most `limit`; nullopt past it.
+std::optional<uint64_t> draws_between(std::mt19937_64& from, const std::mt19937_64& to, uint64_t limit) {
+  uint64_t n = 0;
+  while (from != to) {
+    if (n == limit) return std::nullopt;
+    from();
+    ++n;
+  }
+  return n;
+}
+constexpr uint64_t kDrawLimit = uint64_t{1} << 32;
+}  // namespace
+
+// The whole state: every member, the generator's state and how many numbers
+// it has drawn since the state the parts count from.
+Json PbtScheduler::save_state() const {
+  std::mt19937_64 at = saved_rng_;
+  const std::optional<uint64_t> since = draws_between(at, rng_, kDrawLimit);
   std::ostringstream rng;
   rng << rng_;
-  return {{"members", std::move(members)}, {"rng", rng.str()}, {"more_trials", more_trials_}};
+  return {{"members", columns(nullptr)},
+          {"rng", rng.str()},
+          {"draws", saved_draws_ + since.value_or(0)},
+          {"more_trials", more_trials_}};
+}
+
+// A part: the members changed since the previous part (each whole), the
+// generator as a count of draws since the last whole state, more_trials.
+// Members change in place (unlike ASHA's lists, which only grow), so the
+// parts since a whole state add up to more than it: once they hold four
+// times the population (at least 256 members), the next save is whole
+// (nullopt), and what the parts cost stays proportional to the results.
+std::optional<Json> PbtScheduler::save_state_part() {
+  std::vector<int64_t> trials(dirty_.begin(), dirty_.end());
+  dirty_.clear();
+  std::sort(trials.begin(), trials.end());
+  const std::optional<uint64_t> drawn = draws_between(saved_rng_, rng_, kDrawLimit);
+  if (!drawn) {  // never in practice: resynchronise through a whole state
+    saved_rng_ = rng_;
+    saved_draws_ = 0;
+    part_entries_ = 0;
+    saved_more_trials_ = more_trials_;
+    return std::nullopt;
+  }
+  saved_draws_ += *drawn;
+  if (trials.empty() && *drawn == 0 && more_trials_ == saved_more_trials_) return Json();  // nothing new
+  saved_more_trials_ = more_trials_;
+  part_entries_ += trials.size();
+  if (part_entries_ > 4 * std::max<size_t>(members_.size(), 64)) {
+    part_entries_ = 0;
+    return std::nullopt;
+  }
+  return Json{{"part", true}, {"members", columns(&trials)}, {"draws", saved_draws_}, {"more_trials", more_trials_}};
 }
 
 namespace {
@@ -256,6 +316,12 @@ void PbtScheduler::restore_member(int64_t trial, const Json& config, double scor
                                   int64_t checkpoint_iteration, const Json& plan,
                                   std::vector<std::pair<double, double>> history, std::optional<double> history_t_max,
                                   std::optional<double> now) {
+  auto old = members_.find(trial);
+  if (old != members_.end()) {  // a part replaces it: out of the rankings first
+    update(trial, old->second, [](Member& m) { m.alive = false; });
+    set_time_shared(trial, old->second, std::nullopt);
+    members_.erase(old);
+  }
   Member& m = members_[trial];
   m.config = config;
   m.score = score;
@@ -276,14 +342,11 @@ void PbtScheduler::restore_member(int64_t trial, const Json& config, double scor
     m.history.erase(m.history.begin(), m.history.end() - static_cast<std::ptrdiff_t>(kHistory));
   // Absent in states saved before it: the time of the latest result.
   m.now = now ? *now : (m.history.empty() ? 0 : m.history.back().first);
+  update(trial, m, [](Member&) {});
 }
 
-void PbtScheduler::restore_state(const Json& state) {
-  members_.clear();
-  ranked_.clear();
-  donors_.clear();
-  time_shared_.clear();
-  const Json& members = state.at("members");
+// The members of a whole state or a part, either form.
+size_t PbtScheduler::restore_members(const Json& members) {
   if (members.is_object()) {  // one array per field
     const Json& trials = members.at("trial");
     const size_t n = trials.size();
@@ -311,24 +374,49 @@ void PbtScheduler::restore_state(const Json& state) {
                      json_integer<int64_t>(checkpoint_iteration[i]), plan[i], std::move(history),
                      history_t_max[i].get<double>(), now[i].get<double>());
     }
-  } else {  // one object per member (versions before 2026-11-29)
-    for (const Json& j : members) {
-      // Fields absent in states saved before time sharing, the capped history or "now".
-      restore_member(json_integer<int64_t>(j.at("trial")), j.at("config"), score_of(j.at("score")),
-                     j.at("last_perturb").get<double>(), j.at("has_checkpoint").get<bool>(), j.at("alive").get<bool>(),
-                     j.at("waiting").get<bool>(),
-                     j.value("paused", false) ? std::optional<double>(j.at("paused_at").get<double>()) : std::nullopt,
-                     j.contains("checkpoint_iteration") ? json_integer<int64_t>(j["checkpoint_iteration"]) : -1,
-                     j.at("plan"), j.at("history").get<std::vector<std::pair<double, double>>>(),
-                     j.contains("history_t_max") ? std::optional<double>(j.at("history_t_max").get<double>())
-                                                 : std::nullopt,
-                     j.contains("now") ? std::optional<double>(j.at("now").get<double>()) : std::nullopt);
-    }
+    return n;
   }
-  for (auto& [trial, m] : members_) update(trial, m, [](Member&) {});
-  std::istringstream rng(state.at("rng").get<std::string>());
-  rng >> rng_;
-  more_trials_ = state.value("more_trials", true);
+  for (const Json& j : members) {  // one object per member (versions before 2026-11-29)
+    // Fields absent in states saved before time sharing, the capped history or "now".
+    restore_member(json_integer<int64_t>(j.at("trial")), j.at("config"), score_of(j.at("score")),
+                   j.at("last_perturb").get<double>(), j.at("has_checkpoint").get<bool>(), j.at("alive").get<bool>(),
+                   j.at("waiting").get<bool>(),
+                   j.value("paused", false) ? std::optional<double>(j.at("paused_at").get<double>()) : std::nullopt,
+                   j.contains("checkpoint_iteration") ? json_integer<int64_t>(j["checkpoint_iteration"]) : -1,
+                   j.at("plan"), j.at("history").get<std::vector<std::pair<double, double>>>(),
+                   j.contains("history_t_max") ? std::optional<double>(j.at("history_t_max").get<double>())
+                                               : std::nullopt,
+                   j.contains("now") ? std::optional<double>(j.at("now").get<double>()) : std::nullopt);
+  }
+  return members.size();
+}
+
+// A whole state replaces everything; a part (save_state_part()) replaces the
+// members it lists and moves the generator on by its draws.
+void PbtScheduler::restore_state(const Json& state) {
+  if (state.contains("rng")) {
+    members_.clear();
+    ranked_.clear();
+    donors_.clear();
+    time_shared_.clear();
+    restore_members(state.at("members"));
+    std::istringstream rng(state.at("rng").get<std::string>());
+    rng >> rng_;
+    if (!rng) throw Error("pbt state: rng is not a generator's state");
+    saved_draws_ = state.contains("draws") ? json_integer<uint64_t>(state["draws"]) : 0;
+    part_entries_ = 0;
+  } else {
+    part_entries_ += restore_members(state.at("members"));
+    const auto draws = json_integer<uint64_t>(state.at("draws"));
+    if (draws < saved_draws_ || draws - saved_draws_ > kDrawLimit)
+      throw Error("pbt state: a part's draws (" + std::to_string(draws) + ") do not follow the state's (" +
+                  std::to_string(saved_draws_) + ")");
+    rng_.discard(draws - saved_draws_);
+    saved_draws_ = draws;
+  }
+  saved_rng_ = rng_;
+  more_trials_ = saved_more_trials_ = state.value("more_trials", true);
+  dirty_.clear();  // what was restored is in the store
 }
 
 void PbtScheduler::update(int64_t trial, Member& m, const std::function<void(Member&)>& change) {
@@ -344,7 +432,7 @@ void PbtScheduler::update(int64_t trial, Member& m, const std::function<void(Mem
 }
 
 void PbtScheduler::end(int64_t trial) {
-  Member& m = members_[trial];
+  Member& m = touch(trial);
   update(trial, m, [](Member& member) { member.alive = false; });
   m.waiting = false;
   set_time_shared(trial, m, std::nullopt);
@@ -378,9 +466,10 @@ TrialDecision PbtScheduler::decide(int64_t trial, double t) {
   if (!chosen) return TrialDecision::next();
   const int64_t donor = *chosen;
   Json config = explore(members_[donor].config, t);
-  members_[trial].config = config;
+  Member& self = touch(trial);
+  self.config = config;
   const double donor_score = members_[donor].score;
-  update(trial, members_[trial], [donor_score](Member& m) { m.score = donor_score; });  // it continues from the donor's state
+  update(trial, self, [donor_score](Member& m) { m.score = donor_score; });  // it continues from the donor's state
   // ... and from the donor's time (the driver restores the donor's
   // iteration), so it keeps the donor's perturbation clock, as Ray does;
   // except from a donor behind it: then its next perturbation waits until it
@@ -391,8 +480,8 @@ TrialDecision PbtScheduler::decide(int64_t trial, double t) {
   // yet run again) is where its own donor was.
   const Member& from = members_[donor];
   const bool behind = from.now < t;
-  members_[trial].last_perturb = behind ? t : from.last_perturb;
-  members_[trial].now = from.now;
+  self.last_perturb = behind ? t : from.last_perturb;
+  self.now = from.now;
   return TrialDecision::exploit(donor, std::move(config));
 }
 
@@ -408,9 +497,8 @@ void PbtScheduler::plan_if_all_waiting() {
     if (m.waiting) waiting.push_back(trial);
   }
   for (int64_t trial : waiting) {
-    Member& m = members_[trial];
+    Member& m = touch(trial);
     m.plan = decide(trial, m.last_perturb);
-    if (m.plan->action == TrialAction::kExploit) m.config = members_[trial].config;
   }
 }
 

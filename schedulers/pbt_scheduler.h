@@ -24,6 +24,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -53,6 +54,9 @@ class PbtScheduler : public Scheduler {
   TrialDecision on_trial_resume(int64_t trial) override;
   void on_no_more_trials() override { more_trials_ = false; }
   Json save_state() const override;
+  // The members changed since the previous part; whole (nullopt) once the
+  // parts since the last whole state hold four times the population.
+  std::optional<Json> save_state_part() override;
   void restore_state(const Json& state) override;
 
  protected:
@@ -98,6 +102,15 @@ class PbtScheduler : public Scheduler {
 
   void parse_mutations(const SchedulerParams& p);
   void end(int64_t trial);
+  // The member, marked as changed for the next part.
+  Member& touch(int64_t trial) {
+    dirty_.insert(trial);
+    return members_[trial];
+  }
+  // The members (all, or those listed, ascending) as one array per field.
+  Json columns(const std::vector<int64_t>* only) const;
+  // Restores the members of a state or part (either form); returns how many.
+  size_t restore_members(const Json& members);
   // One member of a saved state (either form of restore_state()).
   void restore_member(int64_t trial, const Json& config, double score, double last_perturb, bool has_checkpoint,
                       bool alive, bool waiting, std::optional<double> paused_at, int64_t checkpoint_iteration,
@@ -128,6 +141,15 @@ class PbtScheduler : public Scheduler {
                                    __gnu_pbds::rb_tree_tag, __gnu_pbds::tree_order_statistics_node_update>;
   Ranking ranked_, donors_;
   std::mt19937_64 rng_;
+  // For save_state_part(): the members changed since the last part, the
+  // generator as it was then with its draws since the last whole state (a
+  // part holds the count, not the generator's 5 KB state), more_trials_
+  // then, and how many members the parts since the last whole state hold.
+  std::unordered_set<int64_t> dirty_;
+  std::mt19937_64 saved_rng_;
+  uint64_t saved_draws_ = 0;
+  bool saved_more_trials_ = true;
+  size_t part_entries_ = 0;
 };
 
 }  // namespace tune::internal

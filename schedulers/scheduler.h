@@ -84,11 +84,12 @@ class Scheduler {
   // once a second: a restored state may be that much older than the store.
   virtual Json save_state() const { return nullptr; }
   virtual void restore_state(const Json& /*state*/) {}
-  // A scheduler whose state only grows (ASHA's rungs) saves it by parts: what
-  // was added since the previous part (all of it in the first, only what is
-  // new after a restore), such that restore_state() of each part in order
-  // rebuilds the state. Null: nothing new. nullopt (the default): it cannot,
-  // and save_state() is saved whole every time.
+  // A scheduler may save its state by parts: what changed since the previous
+  // part (all of it in the first, only what is new after a restore), such
+  // that restore_state() of each part in order rebuilds the state (ASHA: the
+  // tails its lists gained; PBT: the members that changed). Null: nothing
+  // new. nullopt (the default): save_state() is saved whole this time, and
+  // the next part holds what changes after this call.
   virtual std::optional<Json> save_state_part() { return std::nullopt; }
   // After restore_state(), each trial the store holds that is not final, with
   // the config it runs with: an exploit after the state was saved changed it.

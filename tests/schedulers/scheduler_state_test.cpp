@@ -301,13 +301,204 @@ TEST(SchedulerState, AnAshaPartHoldsOnlyWhatChanged) {
   EXPECT_EQ(a->save_state(), b->save_state());
 }
 
-// Schedulers whose state does not only grow are saved whole.
-TEST(SchedulerState, OnlyAshaSavesByParts) {
+// FIFO, HyperBand and median stopping are saved whole.
+TEST(SchedulerState, OnlyAshaAndPbtSaveByParts) {
   for (const std::string type : {"fifo", "hyperband", "median_stopping"})
     EXPECT_FALSE(make_scheduler(type, Json::object(), "loss", "min")->save_state_part().has_value()) << type;
-  EXPECT_FALSE(make_scheduler("pbt", {{"hyperparam_mutations", {{"x", {0.1, 0.5}}}}}, "loss", "min")
-                   ->save_state_part()
-                   .has_value());
+  for (const auto& [type, mutations] : {std::pair<std::string, Json>{"pbt", {{"hyperparam_mutations", {{"x", {0.1, 0.5}}}}}},
+                                        std::pair<std::string, Json>{"pb2", {{"hyperparam_bounds", {{"x", {0, 1}}}}}}}) {
+    auto s = make_scheduler(type, mutations, "loss", "min");
+    s->on_trial_add(0, {{"x", 0.5}});
+    EXPECT_TRUE(s->save_state_part().has_value()) << type;
+  }
+}
+
+// PBT (and PB2, which keeps PBT's state) saves by parts: the members changed
+// since the last part. A random population (trials added over time, results,
+// checkpoints, pauses at boundaries by time sharing or synch, resumes chosen
+// by the scheduler, exploits, errors, the searcher running out) takes a part
+// at random steps, as the driver does; a nullopt part is a whole state, which
+// replaces the parts before it. A scheduler restored from the stored rows
+// (through their JSON text) must hold the same state as the original and
+// take the same decisions (the same exploits, donors and explored configs:
+// the generator is carried as a count of draws) as a copy restored whole.
+struct PbtScript {
+  std::vector<int64_t> iteration, checkpoint;
+  std::vector<int> status;  // 0 running, 1 paused, 2 ended
+  std::mt19937_64 rng;
+  int64_t population;
+  bool announced_end = false;
+  std::vector<std::string> log;  // every decision, for comparing two runs
+  int exploits = 0, pauses = 0;
+  std::function<void()> between;  // called at random between a checkpoint and its result
+
+  void step(Scheduler& s) {
+    std::uniform_real_distribution<double> u(0, 1);
+    if (static_cast<int64_t>(iteration.size()) < population && (iteration.empty() || rng() % 6 == 0)) {
+      const auto t = static_cast<int64_t>(iteration.size());
+      s.on_trial_add(t, {{"x", u(rng)}});
+      iteration.push_back(0), checkpoint.push_back(-1), status.push_back(0);
+    } else if (static_cast<int64_t>(iteration.size()) == population && !announced_end) {
+      s.on_no_more_trials();
+      announced_end = true;
+    }
+    std::vector<int64_t> paused;
+    for (size_t t = 0; t < status.size(); ++t)
+      if (status[t] == 1) paused.push_back(static_cast<int64_t>(t));
+    if (!paused.empty() && rng() % 3 == 0) {
+      std::optional<int64_t> chosen = s.choose_trial_to_run(paused);
+      log.push_back("choose " + (chosen ? std::to_string(*chosen) : std::string("none")));
+      if (chosen) {
+        TrialDecision d = s.on_trial_resume(*chosen);
+        apply(*chosen, d);
+      }
+    }
+    const auto t = static_cast<size_t>(rng() % iteration.size());
+    if (status[t] != 0) return;
+    if (rng() % 60 == 0) {
+      s.on_trial_error(static_cast<int64_t>(t));
+      status[t] = 2;
+      log.push_back("error " + std::to_string(t));
+      return;
+    }
+    if (rng() % 10 == 0 && iteration[t] > checkpoint[t]) {  // a checkpoint of where it is, alone
+      s.on_checkpoint(static_cast<int64_t>(t), iteration[t]);
+      checkpoint[t] = iteration[t];
+      return;
+    }
+    iteration[t] += 1;
+    if (rng() % 2 == 0) {
+      s.on_checkpoint(static_cast<int64_t>(t), iteration[t]);
+      checkpoint[t] = iteration[t];
+      if (rng() % 3 == 0 && between) between();  // a part between the checkpoint and its result
+    }
+    TrialDecision d = s.on_result(static_cast<int64_t>(t), {{"training_iteration", iteration[t]},
+                                                            {"loss", u(rng) + 1.0 / static_cast<double>(iteration[t])}});
+    apply(static_cast<int64_t>(t), d);
+    if (iteration[t] >= 40 && status[t] == 0) {
+      s.on_trial_complete(static_cast<int64_t>(t), nullptr);
+      status[t] = 2;
+    }
+  }
+
+  void apply(int64_t trial, const TrialDecision& d) {
+    const auto t = static_cast<size_t>(trial);
+    log.push_back(std::to_string(trial) + " " + std::to_string(static_cast<int>(d.action)) + " " +
+                  std::to_string(d.donor) + " " + d.new_config.dump());
+    exploits += d.action == TrialAction::kExploit;
+    pauses += d.action == TrialAction::kPause;
+    if (d.action == TrialAction::kPause) status[t] = 1;
+    if (d.action == TrialAction::kStop) status[t] = 2;
+    if (d.action == TrialAction::kContinue || d.action == TrialAction::kExploit) status[t] = 0;
+    if (d.action == TrialAction::kExploit) iteration[t] = std::max<int64_t>(0, checkpoint[static_cast<size_t>(d.donor)]);
+  }
+};
+
+void expect_pbt_parts_rebuild_the_state(const std::string& type, const Json& params, int64_t population = 80,
+                                        int steps = 1200, int seeds = 4, int at_least = 10) {
+  int exploits = 0, pauses = 0, folded = 0;  // over the seeds: the script reached what it tests
+  for (uint64_t seed = 1; seed <= static_cast<uint64_t>(seeds); ++seed) {
+    auto a = make_scheduler(type, params, "loss", "min");
+    PbtScript script{{}, {}, {}, std::mt19937_64(seed), population};
+    std::vector<Json> rows;  // as the driver stores them: a whole state or first part, then parts
+    int wholes = 0;
+    auto take_part = [&]() {
+      std::optional<Json> part = a->save_state_part();
+      if (!part) {
+        rows = {Json::parse(a->save_state().dump())};
+        ++wholes;
+      } else if (!part->is_null()) {
+        rows.push_back(Json::parse(part->dump()));
+      }
+    };
+    script.between = take_part;
+    for (int step = 0; step < steps; ++step) {
+      script.step(*a);
+      if (script.rng() % 4 == 0) take_part();
+      if (step % 200 == 199) {
+        take_part();  // what is not yet saved
+        auto b = make_scheduler(type, params, "loss", "min");
+        for (const Json& row : rows) b->restore_state(row);
+        // Through the text (a member without a score holds NaN, which never equals itself).
+        const Json sa = Json::parse(a->save_state().dump()), sb = Json::parse(b->save_state().dump());
+        ASSERT_TRUE(sa == sb) << type << " seed " << seed << " step " << step << ": "
+                              << Json::diff(sa, sb).dump().substr(0, 600);
+        EXPECT_TRUE(b->save_state_part()->is_null()) << "a restored state is saved already";
+        // From here on, b decides as a copy restored whole.
+        auto whole = make_scheduler(type, params, "loss", "min");
+        whole->restore_state(Json::parse(a->save_state().dump()));
+        PbtScript s1 = script, s2 = script;
+        s1.log.clear(), s2.log.clear();
+        s1.between = s2.between = nullptr;
+        for (int k = 0; k < 150; ++k) s1.step(*whole), s2.step(*b);
+        ASSERT_EQ(s1.log, s2.log) << type << " seed " << seed << " step " << step;
+        ASSERT_EQ(whole->save_state().dump(), b->save_state().dump());
+      }
+    }
+    exploits += script.exploits, pauses += script.pauses, folded += wholes;
+  }
+  EXPECT_GE(exploits, at_least) << type;
+  EXPECT_GE(pauses, at_least) << type;
+  EXPECT_GE(folded, at_least / 5) << type << ": the parts were never folded into a whole state";
+}
+
+TEST(SchedulerState, PbtPartsInOrderRebuildTheWholeState) {
+  expect_pbt_parts_rebuild_the_state("pbt", {{"time_attr", "training_iteration"}, {"perturbation_interval", 3},
+                                             {"seed", 7}, {"hyperparam_mutations", {{"x", {{"uniform", {0, 1}}}}}}});
+}
+
+TEST(SchedulerState, SynchPbtPartsInOrderRebuildTheWholeState) {
+  expect_pbt_parts_rebuild_the_state("pbt", {{"time_attr", "training_iteration"}, {"perturbation_interval", 3},
+                                             {"synch", true}, {"hyperparam_mutations", {{"x", {0.1, 0.5, 0.9}}}}});
+}
+
+TEST(SchedulerState, Pb2PartsInOrderRebuildTheWholeState) {
+  // PB2 fits a GP per exploit: a smaller population.
+  expect_pbt_parts_rebuild_the_state("pb2", {{"time_attr", "training_iteration"}, {"perturbation_interval", 3},
+                                             {"hyperparam_bounds", {{"x", {0, 1}}}}},
+                                     12, 500, 1, 3);
+}
+
+// A PBT part holds the members that changed, not the population; parts
+// since the last whole state are bounded (four times the population, at
+// least 256 members), past which the save is whole; a part that does not
+// follow its state is an error.
+TEST(SchedulerState, APbtPartHoldsOnlyWhatChanged) {
+  auto a = iteration_pbt(1000);
+  for (int64_t t = 0; t < 100; ++t) {
+    a->on_trial_add(t, {{"x", 0.5}});
+    (void)a->on_result(t, {{"training_iteration", 1}, {"loss", 1.0 / static_cast<double>(t + 1)}});
+  }
+  const Json first = *a->save_state_part();
+  EXPECT_EQ(first.at("members").at("trial").size(), 100u);
+  EXPECT_TRUE(a->save_state_part()->is_null()) << "nothing new";
+  (void)a->on_result(7, {{"training_iteration", 2}, {"loss", 0.001}});
+  const Json second = *a->save_state_part();
+  EXPECT_EQ(second.at("members").at("trial"), Json::array({7}));
+  EXPECT_EQ(second.at("members").at("score"), Json::array({-0.001}));
+  EXPECT_FALSE(second.contains("rng")) << "the generator travels as a count of draws";
+  auto b = iteration_pbt(1000);
+  b->restore_state(first);
+  b->restore_state(second);
+  EXPECT_EQ(a->save_state().dump(), b->save_state().dump());
+  // 100 members: whole once the parts since the last whole state pass 400 members.
+  int parts = 0;
+  std::optional<Json> part;
+  for (int i = 0; i < 1000; ++i) {
+    (void)a->on_result(i % 100, {{"training_iteration", 3 + i / 100}, {"loss", 0.5}});
+    part = a->save_state_part();
+    if (!part) break;
+    ++parts;
+  }
+  EXPECT_EQ(parts, 400 - 101) << "the first part (100) and the second (1) count";
+  EXPECT_FALSE(part.has_value());
+  Json bad = second;
+  bad["draws"] = 0;
+  auto c = iteration_pbt(1000);
+  c->restore_state(a->save_state());
+  (void)c->save_state_part();
+  bad["draws"] = -1;
+  EXPECT_THROW(c->restore_state(bad), Error);
 }
 
 // ASHA's state as versions before 2026-11-29 saved it: [trial, score] pairs

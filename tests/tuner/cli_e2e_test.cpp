@@ -6,6 +6,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 #include <thread>
@@ -437,6 +438,23 @@ std::set<std::string> configs_of(const std::string& storage, const std::string& 
   return configs;
 }
 
+// Reads the store of a running sweep every 50 ms, at most 20 s, until
+// `ready` holds for its experiment `name` (the driver may still be creating
+// the store).
+bool wait_for_store(const std::string& storage, const std::string& name,
+                    const std::function<bool(Store&, const ExperimentRecord&)>& ready) {
+  for (int i = 0; i < 400; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    try {
+      auto store = Store::open(storage, true);
+      auto experiment = store->find_experiment(name);
+      if (experiment && ready(*store, *experiment)) return true;
+    } catch (const std::exception&) {
+    }
+  }
+  return false;
+}
+
 TEST(CliResume, ContinuesAfterKill9WithTheSameConfigsAsAnUninterruptedRun) {
   TempDir dir;
   std::string file = dir.write("slow.yaml", kSlow);
@@ -598,6 +616,61 @@ TEST(CliResume, CtrlCInterruptsAndResumeFinishes) {
   EXPECT_EQ(status["counts"]["TERMINATED"], 8);
 }
 
+// PBT's state is saved by parts too (the members that changed). A population
+// larger than the slots time-shares them (pauses at each boundary); killed
+// with parts in the store, the resumed sweep rebuilds the state from them,
+// finishes every member, and leaves the whole state in one row.
+TEST(CliResume, PbtResumesFromItsStateByPartsAfterKill9) {
+  TempDir dir;
+  std::string file = dir.write("pbt.yaml", R"(name: pbt
+trainable: synthetic
+metric: loss
+mode: min
+num_samples: 6
+search: {seed: 5}
+scheduler: {type: pbt, time_attr: training_iteration, perturbation_interval: 2, seed: 3,
+            hyperparam_mutations: {x: {uniform: [0, 1]}}}
+param_space:
+  x: {uniform: [0, 1]}
+  iterations: 10
+  sleep_s: 0.1
+  checkpoint: true
+)");
+  std::string storage = dir.file("store");
+  int pid = start_in_background("run " + file + " --storage " + storage + " --slots 2 --quiet", dir);
+  ASSERT_GT(pid, 0);
+  ASSERT_TRUE(wait_for_store(storage, "pbt", [](Store& store, const ExperimentRecord& experiment) {
+    return store.scheduler_state_parts(experiment.id).size() >= 3;
+  })) << "no parts within 20 s";
+  run_command("kill -9 " + std::to_string(pid));
+  ASSERT_TRUE(wait_gone(pid)) << "kill -9 did not end the driver";
+  {
+    auto store = Store::open(storage, true);
+    const auto exp = store->find_experiment("pbt");
+    ASSERT_FALSE(exp->scheduler_state.is_null());
+    for (const Json& part : store->scheduler_state_parts(exp->id)) {
+      EXPECT_TRUE(part.contains("draws")) << part.dump();
+      EXPECT_FALSE(part.contains("rng")) << "a part carries the generator as a count";
+    }
+  }
+  auto resumed = run_tune("resume pbt --storage " + storage + " --quiet");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  auto store = Store::open(storage, true);
+  const auto exp = store->find_experiment("pbt");
+  EXPECT_TRUE(store->scheduler_state_parts(exp->id).empty());
+  EXPECT_EQ(exp->scheduler_state.at("members").at("trial").size(), 6u);
+  EXPECT_TRUE(exp->scheduler_state.contains("rng"));
+  auto trials = json_of(run_tune("trials pbt --storage " + storage + " --json").out);
+  ASSERT_EQ(trials.size(), 6u);
+  for (const auto& t : trials) {
+    EXPECT_EQ(t["status"], "TERMINATED") << t.dump();
+    // Every member trains to the end, or its last exploit cloned a donor
+    // already there (at its final result): it ends with the donor's state.
+    const bool cloned_the_end = !t["exploits"].empty() && t["exploits"].back()["donor_iteration"] == 10;
+    if (!cloned_the_end) EXPECT_EQ(t["iteration"], 10) << t.dump();
+  }
+}
+
 // A PBT sweep interrupted after its first exploits: the resumed driver names
 // each exploited trial's later checkpoints after the exploits it had
 // (checkpoint_<it>_exploit<k>), so no checkpoint directory is reused.
@@ -620,17 +693,9 @@ checkpoint: {num_to_keep: 2}
   std::string storage = dir.file("store");
   int pid = start_in_background("run " + file + " --name pbt --storage " + storage + " --quiet", dir);
   ASSERT_GT(pid, 0);
-  bool exploited = false;
-  for (int i = 0; i < 400 && !exploited; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    try {  // the driver may still be creating the store
-      auto store = Store::open(storage, true);
-      auto experiment = store->find_experiment("pbt");
-      exploited = experiment && !store->exploits(experiment->id).empty();
-    } catch (const std::exception&) {
-    }
-  }
-  ASSERT_TRUE(exploited) << "no exploit within 20 s";
+  ASSERT_TRUE(wait_for_store(storage, "pbt", [](Store& store, const ExperimentRecord& experiment) {
+    return !store.exploits(experiment.id).empty();
+  })) << "no exploit within 20 s";
   run_command("kill -INT " + std::to_string(pid));
   ASSERT_TRUE(wait_gone(pid)) << "Ctrl-C did not stop the driver";
   auto resumed = run_tune("resume pbt --storage " + storage + " --quiet");
