@@ -14,8 +14,12 @@ void TrialStateMachine::add(int64_t trial, TrialStatus status, bool queued) {
   }
   ++version_;
   status_[trial] = status;
-  if (status == TrialStatus::kPaused) paused_.insert(trial);
-  if (status == TrialStatus::kPending && queued) queued_.push_back(trial);
+  if (status == TrialStatus::kPaused) paused_.insert(trial), fresh_.push_back(trial);
+  if (status == TrialStatus::kPending && queued) {
+    queued_.push_back(trial);
+    queue_seq_[trial] = back_seq_++;
+    fresh_.push_back(trial);
+  }
 }
 
 TrialStatus TrialStateMachine::status(int64_t trial) const {
@@ -31,10 +35,44 @@ TrialStatus& TrialStateMachine::at(int64_t trial) {
 }
 
 void TrialStateMachine::leave_queues(int64_t trial) {
-  paused_.erase(trial);
-  // A retry or exploit is near the front; the queue stays short.
-  auto it = std::find(queued_.begin(), queued_.end(), trial);
-  if (it != queued_.end()) queued_.erase(it);
+  parked_.erase(trial);  // a stale entry of fresh_ is skipped by its status
+  if (paused_.erase(trial)) {
+    auto ready = std::lower_bound(ready_.begin(), ready_.end(), trial);
+    if (ready != ready_.end() && *ready == trial) ready_.erase(ready);
+  }
+  if (auto seq = queue_seq_.find(trial); seq != queue_seq_.end()) {
+    queued_ready_.erase({seq->second, trial});
+    queue_seq_.erase(seq);
+    // A retry or exploit is near the front.
+    auto it = std::find(queued_.begin(), queued_.end(), trial);
+    if (it != queued_.end()) queued_.erase(it);
+  }
+}
+
+// Where a trial that may run goes: its place in the queue, or ready_.
+void TrialStateMachine::make_ready(int64_t trial) {
+  if (auto seq = queue_seq_.find(trial); seq != queue_seq_.end()) {
+    queued_ready_.insert({seq->second, trial});
+  } else if (paused_.count(trial)) {
+    auto at = std::lower_bound(ready_.begin(), ready_.end(), trial);
+    if (at == ready_.end() || *at != trial) ready_.insert(at, trial);
+  }
+}
+
+void TrialStateMachine::look_at_fresh(const std::function<bool(int64_t)>& busy) {
+  for (int64_t trial : fresh_) {
+    if (!queue_seq_.count(trial) && !paused_.count(trial)) continue;  // it has left since
+    if (busy(trial)) {
+      parked_.insert(trial);
+    } else {
+      make_ready(trial);
+    }
+  }
+  fresh_.clear();
+}
+
+void TrialStateMachine::idle(int64_t trial) {
+  if (parked_.erase(trial)) make_ready(trial);
 }
 
 void TrialStateMachine::move(int64_t trial, std::initializer_list<TrialStatus> from, TrialStatus to,
@@ -55,6 +93,7 @@ void TrialStateMachine::start(int64_t trial) {
 void TrialStateMachine::pause(int64_t trial) {
   move(trial, {TrialStatus::kRunning}, TrialStatus::kPaused, "pause");
   paused_.insert(trial);
+  fresh_.push_back(trial);
 }
 
 void TrialStateMachine::terminate(int64_t trial) {
@@ -68,6 +107,8 @@ void TrialStateMachine::fail(int64_t trial) {
 void TrialStateMachine::retry(int64_t trial) {
   move(trial, {TrialStatus::kRunning, TrialStatus::kPaused}, TrialStatus::kPending, "retry");
   queued_.push_front(trial);
+  queue_seq_[trial] = --front_seq_;
+  fresh_.push_back(trial);
 }
 
 void TrialStateMachine::requeue(int64_t trial) {
@@ -87,13 +128,10 @@ TrialStateMachine::Next TrialStateMachine::next(Scheduler& scheduler, const std:
                                                 const std::function<void(int64_t, const TrialDecision&)>& apply,
                                                 const std::function<bool(int64_t)>& has_checkpoint) {
   while (true) {
-    for (int64_t trial : queued_) {
-      if (!busy(trial)) return {Next::kStart, trial};
-    }
+    look_at_fresh(busy);
+    if (!queued_ready_.empty()) return {Next::kStart, queued_ready_.begin()->second};
     if (!queued_.empty()) return {Next::kWait};  // retries wait for their old attempt
-    std::vector<int64_t> candidates;
-    for (int64_t trial : paused_)
-      if (!busy(trial)) candidates.push_back(trial);
+    const std::vector<int64_t>& candidates = ready_;
     if (!candidates.empty()) {
       const std::optional<int64_t> chosen = scheduler.choose_trial_to_run(candidates);
       if (chosen && std::binary_search(candidates.begin(), candidates.end(), *chosen)) {

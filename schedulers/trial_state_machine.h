@@ -28,6 +28,9 @@
 #include <functional>
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
 
 #include "base/trial_status.h"
 #include "schedulers/scheduler.h"
@@ -52,6 +55,9 @@ class TrialStateMachine {
   void fail(int64_t trial);       // RUNNING | PAUSED -> ERROR
   void retry(int64_t trial);      // RUNNING | PAUSED -> PENDING, first in line (a retry, an exploit)
   void requeue(int64_t trial);    // RUNNING -> PENDING, not queued (interrupted: a resume restarts it)
+  // The trial's last attempt has ended (the driver tells it so): a queued or
+  // paused trial next() found busy may now run.
+  void idle(int64_t trial);
 
   // A scheduler's exploit is carried out only from a donor that is another
   // known trial and has a checkpoint; otherwise the trial just goes on.
@@ -67,6 +73,9 @@ class TrialStateMachine {
   // again. kWait: nothing to start, because every queued trial waits for its
   // previous attempt to end (the answer stays until the machine changes,
   // version(), or an attempt ends).
+  // `busy` is asked once about a trial that has joined the queue or PAUSED
+  // since the last call: one found busy waits for idle(trial), which the
+  // caller owes it when that trial's last attempt ends.
   struct Next {
     enum Kind { kNone, kStart, kNew, kWait } kind = kNone;
     int64_t trial = -1;
@@ -92,6 +101,21 @@ class TrialStateMachine {
   std::unordered_map<int64_t, TrialStatus> status_;
   std::deque<int64_t> queued_;  // PENDING trials waiting for a slot: retries and exploits first
   std::set<int64_t> paused_;    // PAUSED, ascending (choose_trial_to_run's order)
+  // What next() offers without walking every queued or paused trial on each
+  // free slot (with thousands of exploits or time-shared members in line,
+  // a burst of starts was quadratic). A trial that joins the queue or
+  // PAUSED is looked at by the next next() (fresh_): busy, it is parked
+  // until idle(); not busy, it is ready: a queued one in queue order (a
+  // retry's sequence number is below every other's, a restored one's above),
+  // a paused one in ready_, ascending, what the scheduler is offered.
+  void look_at_fresh(const std::function<bool(int64_t)>& busy);
+  void make_ready(int64_t trial);
+  std::vector<int64_t> fresh_;
+  std::unordered_set<int64_t> parked_;
+  std::unordered_map<int64_t, int64_t> queue_seq_;
+  std::set<std::pair<int64_t, int64_t>> queued_ready_;  // (sequence, trial)
+  std::vector<int64_t> ready_;
+  int64_t front_seq_ = 0, back_seq_ = 0;
   bool no_more_trials_ = false;
   uint64_t version_ = 0;
 };

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
 #include <vector>
@@ -121,6 +122,8 @@ TEST(TrialStateMachine, ARetryWaitsForItsOldAttemptAndHoldsBackPausedAndNewTrial
   EXPECT_EQ(m.next(s, busy3, nullptr, kAllCheckpointed).kind, Next::kWait) << "waits for trial 3's old attempt";
   EXPECT_TRUE(s.offered.empty());
   EXPECT_EQ(m.version(), version) << "a look changes nothing";
+  EXPECT_EQ(m.next(s, kNeverBusy, nullptr, kAllCheckpointed).kind, Next::kWait) << "until it is told";
+  m.idle(3);  // trial 3's old attempt ended
   const Next next = m.next(s, kNeverBusy, nullptr, kAllCheckpointed);
   EXPECT_EQ(next.kind, Next::kStart);
   EXPECT_EQ(next.trial, 3);
@@ -196,6 +199,7 @@ TEST(TrialStateMachine, ThePausedTrialTheSchedulerPicksResumesUnlessItsResumeEnd
     if (d.action == TrialAction::kStop) m.terminate(t);
     if (d.action == TrialAction::kExploit) m.retry(t);
   };
+  m.idle(6);  // trial 6's attempt ended
   next = m.next(s, kNeverBusy, apply, kAllCheckpointed);
   ASSERT_EQ(applied.size(), 1u);
   EXPECT_EQ(applied[0], std::make_pair(int64_t{4}, TrialAction::kStop));
@@ -292,6 +296,77 @@ TEST(TrialStateMachine, TheQueuesAlwaysMatchTheStatuses) {
   }
   EXPECT_GT(done, 1000);
   EXPECT_GT(refused, 1000);
+}
+
+// next() starts the first queued trial whose attempt has ended, else offers
+// the scheduler every PAUSED trial whose attempt has ended, ascending,
+// whatever happened before: it parks a busy trial until idle() rather than
+// looking at every queued or paused trial on each call. Random moves,
+// attempts that start with a trial's start and end at random (idle(); a
+// trial may pause, end or be retried while its attempt still ends); after
+// each, next() is compared with the statuses and the live attempts.
+TEST(TrialStateMachine, ItRunsExactlyTheQueuedOrPausedTrialsWhoseAttemptsHaveEnded) {
+  std::mt19937_64 rng(20261129);
+  const std::vector<void (TrialStateMachine::*)(int64_t)> moves = {
+      &TrialStateMachine::start, &TrialStateMachine::pause, &TrialStateMachine::terminate,
+      &TrialStateMachine::fail, &TrialStateMachine::retry, &TrialStateMachine::requeue};
+  int offers = 0, nonempty = 0, with_busy = 0, queued_checks = 0;
+  for (int run = 0; run < 100; ++run) {
+    TrialStateMachine m;
+    std::set<int64_t> live;  // trials with an attempt that has not ended
+    const int64_t n = 12;
+    for (int64_t t = 0; t < n; ++t) m.add(t, rng() % 3 == 0 ? TrialStatus::kPaused : TrialStatus::kPending, false);
+    auto busy = [&](int64_t t) { return live.count(t) > 0; };
+    for (int step = 0; step < 300; ++step) {
+      const int64_t t = static_cast<int64_t>(rng() % n);
+      if (rng() % 10 == 0 && !live.empty()) {
+        auto it = live.begin();
+        std::advance(it, static_cast<long>(rng() % live.size()));
+        const int64_t ended = *it;
+        live.erase(it);  // an attempt ends
+        m.idle(ended);
+      } else {
+        try {
+          const auto move = moves[rng() % moves.size()];
+          (m.*move)(t);
+          if (move == &TrialStateMachine::start) live.insert(t);
+        } catch (const Error&) {
+        }
+      }
+      Scripted s;
+      s.new_trials = false;
+      const Next next = m.next(s, busy, [](int64_t, const TrialDecision&) {}, kAllCheckpointed);
+      std::optional<int64_t> first_ready;  // the first queued trial whose attempt has ended
+      for (int64_t u : m.queued())
+        if (!first_ready && !busy(u)) first_ready = u;
+      if (!m.queued().empty()) {
+        ASSERT_EQ(next.kind, first_ready ? Next::kStart : Next::kWait) << "run " << run << " step " << step;
+        if (first_ready) ASSERT_EQ(next.trial, *first_ready) << "run " << run << " step " << step;
+        ASSERT_TRUE(s.offered.empty());
+        queued_checks += 1;
+        continue;
+      }
+      std::vector<int64_t> expected;
+      bool any_busy = false;
+      for (int64_t u : m.paused()) {
+        if (!busy(u)) expected.push_back(u);
+        any_busy = any_busy || busy(u);
+      }
+      if (expected.empty()) {
+        ASSERT_TRUE(s.offered.empty()) << "run " << run << " step " << step;
+      } else {
+        ASSERT_EQ(s.offered.size(), 1u);
+        ASSERT_EQ(s.offered[0], expected) << "run " << run << " step " << step;
+        nonempty += 1;
+      }
+      offers += 1;
+      with_busy += any_busy;
+    }
+  }
+  EXPECT_GT(nonempty, 1500);
+  EXPECT_GT(with_busy, 300) << "paused trials whose attempt had not ended were tested";
+  EXPECT_GT(offers, 5000);
+  EXPECT_GT(queued_checks, 5000);
 }
 
 }  // namespace

@@ -77,8 +77,10 @@ void Driver::attempt_ended(const TrialEvent& event) {
     }
   }
   pool_.release(it->second);
-  if (auto count = live_attempts_.find(event.attempt.trial); count != live_attempts_.end() && --count->second <= 0)
+  if (auto count = live_attempts_.find(event.attempt.trial); count != live_attempts_.end() && --count->second <= 0) {
     live_attempts_.erase(count);
+    lifecycle_.idle(event.attempt.trial);  // a retry, exploit or paused trial may run now
+  }
   live_.erase(it);
   attempts_ended_ += 1;
 }
