@@ -145,6 +145,33 @@ TEST(DriverTrialState, TheProgressTableIsTheSameWithTrialsPacked) {
   EXPECT_EQ(packed.find("trial_00010 "), std::string::npos) << "loss 20: not among the 20 best\n" << packed;
 }
 
+// A burst of starts is spread over turns (DriverEnvironment::starts_per_turn):
+// a turn starts at most that many, the answers of its results are sent in
+// that turn, and the next turn starts more; every trial runs, in order.
+TEST(DriverLaunch, ABurstOfStartsIsSpreadOverTurnsAndEveryTrialRuns) {
+  SweepSpec spec = spec_of(10);
+  spec.stop.training_iteration = 1;
+  Harness h;
+  h.starts_per_turn = 3;
+  h.open(spec, 10, std::make_unique<ScriptedScheduler>());
+  ASSERT_TRUE(h.step());
+  ASSERT_EQ(h.fake->started.size(), 3u) << "three a turn";
+  h.fake->report({0, 1}, {{"loss", 0.5}});
+  ASSERT_TRUE(h.step());
+  EXPECT_EQ(h.fake->verdict({0, 1}), Verdict::kStop) << "answered in the turn, beside the starts";
+  EXPECT_EQ(h.fake->started.size(), 6u);
+  ASSERT_TRUE(h.step());
+  ASSERT_TRUE(h.step());
+  ASSERT_EQ(h.fake->started.size(), 10u);
+  for (int64_t t = 0; t < 10; ++t) EXPECT_EQ(h.fake->started[static_cast<size_t>(t)].attempt.trial, t);
+  for (int64_t t = 1; t < 10; ++t) h.fake->report({t, 1}, {{"loss", 0.5}});
+  for (int64_t t = 0; t < 10; ++t) h.fake->end({t, 1}, true);
+  while (h.step()) {
+  }
+  h.finish();
+  for (int64_t t = 0; t < 10; ++t) EXPECT_EQ(h.status(t), kTerminated) << t;
+}
+
 TEST(DriverPause, FreesTheSlotAndTheResumedTrialContinuesFromItsCheckpoint) {
   Harness h;
   h.open(spec_of(2), /*slots=*/1, std::make_unique<ScriptedScheduler>(std::map<int64_t, std::deque<TrialDecision>>{

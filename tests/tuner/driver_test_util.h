@@ -166,6 +166,7 @@ class Harness {
     env.clock = &clock;
     env.interrupt = &interrupt;
     env.unpacked_final_trials = unpacked_final_trials;
+    env.starts_per_turn = starts_per_turn;
     env.make_executor = [this, checks = !hosts.empty()](const internal::ExecutorContext& context) {
       auto executor = std::make_unique<FakeExecutor>(context.events);
       executor->checking = checks;
@@ -196,6 +197,7 @@ class Harness {
   FakeClock clock;
   std::atomic<int> interrupt{0};
   size_t unpacked_final_trials = 4096;  // DriverEnvironment's, set before open()
+  int starts_per_turn = 64;              // DriverEnvironment's, set before open()
   bool verbose = false;                  // RunConfig's: the progress table at finish()
   // How the fake executor answers host checks (default: every host passes).
   std::function<internal::HostCheckResult(const internal::HostCheckRequest&)> answer;

@@ -225,10 +225,16 @@ bool Driver::may_launch() const {
 
 void Driver::launch_ready() {
   profile::Scope timed(profile::Part::kLaunch);
+  launch_left_ = false;
   while (may_launch()) {
+    if (started_this_turn_ >= env_.starts_per_turn) {  // the rest next turn, which then does not wait
+      launch_left_ = true;
+      return;
+    }
     std::optional<int64_t> index = next_trial();
     if (!index) break;
     start(trials_.at(*index), *pool_.acquire(request()));
+    started_this_turn_ += 1;
   }
 }
 
@@ -312,6 +318,7 @@ void Driver::start(TrialState& trial, const Placement& placement) {
 }
 
 bool Driver::step(std::chrono::microseconds max_wait) {
+  started_this_turn_ = 0;
   // While every place is taken (most turns of a busy sweep) no transaction at all.
   if (may_launch()) {
     Transaction txn(*store_);
@@ -327,7 +334,7 @@ bool Driver::step(std::chrono::microseconds max_wait) {
   std::deque<TrialEvent> events;
   {
     profile::Scope timed(profile::Part::kWait);
-    events = events_.take(max_wait);
+    events = events_.take(launch_left_ ? std::chrono::microseconds(0) : max_wait);
   }
   {
     profile::Scope timed(profile::Part::kPoll);

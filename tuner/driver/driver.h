@@ -36,6 +36,11 @@ struct DriverEnvironment {
   // instructions a trial to pack and unpack): a sweep of a few thousand
   // trials pays nothing, one of millions does not hold them all as JSON.
   size_t unpacked_final_trials = 4096;
+  // Trials started in one turn of the loop at most: a burst (a cluster's
+  // slots freed at once, a time-shared population resumed) is spread over
+  // turns, so the answers of a turn's results wait for ~64 starts (a few
+  // ms), not for thousands.
+  int starts_per_turn = 64;
 };
 
 // Thrown by run_experiment after it recorded the experiment INTERRUPTED

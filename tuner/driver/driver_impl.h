@@ -196,6 +196,8 @@ class Driver {
   int64_t next_index_ = 0;
   bool state_changed_ = false;  // a pause/exploit in this batch: save scheduler state now
   bool stopping_ = false, interrupted_ = false;
+  bool launch_left_ = false;  // launch_ready() stopped at starts_per_turn with places left
+  int started_this_turn_ = 0;
   double started_ = 0, last_progress_ = 0, last_state_save_ = 0;
   double last_state_save_cost_ = 0;  // seconds the last save of the scheduler's state took
   size_t unpacked_final_ = 0, packed_final_ = 0;  // final trials held as they are, and packed (settle())
