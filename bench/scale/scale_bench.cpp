@@ -189,9 +189,10 @@ class SimulatedCluster : public TrialExecutor {
     sink_.push(std::move(event));
   }
 
-  // Sends the results that are due. They are made under the lock and pushed
-  // outside it, so the driver's answers (answered(), on its thread) never wait
-  // behind a long run of sends.
+  // Sends the results that are due. They are made under the lock; their
+  // checkpoint folders (what a trial writes on its own host) are made and
+  // they are pushed outside it, so the driver's answers (answered(), on its
+  // thread) never wait behind a long run of sends or mkdirs.
   void loop() {
     std::vector<TrialEvent> out;
     std::unique_lock<std::mutex> lock(mutex_);
@@ -212,13 +213,18 @@ class SimulatedCluster : public TrialExecutor {
         if (it != attempts_.end()) out.push_back(make_result(next.attempt, it->second));  // else cancelled meanwhile
       }
       lock.unlock();
-      for (TrialEvent& event : out) sink_.push(std::move(event));
+      for (TrialEvent& event : out) {
+        if (!event.checkpoint.empty()) fs::create_directories(event.checkpoint);
+        const auto sent = SteadyClock::now();
+        event.reply = [this, id = event.attempt, sent](Verdict verdict) { answered(id, sent, verdict); };
+        sink_.push(std::move(event));
+      }
       out.clear();
       lock.lock();
     }
   }
 
-  // Under mutex_: the attempt's next result.
+  // Under mutex_: the attempt's next result (its folder and reply are made by loop()).
   TrialEvent make_result(const AttemptId& id, Attempt& a) {
     a.iteration += 1;
     a.waiting = true;
@@ -232,12 +238,9 @@ class SimulatedCluster : public TrialExecutor {
     if (every > 0 && a.iteration % every == 0) {
       const fs::path dir = fs::path(checkpoints_) / (std::to_string(id.trial) + "_" + std::to_string(id.attempt) + "_" +
                                                      std::to_string(a.iteration));
-      fs::create_directories(dir);
       event.checkpoint = dir.string();
     }
-    const auto sent = SteadyClock::now();
     results_ += 1;
-    event.reply = [this, id, sent](Verdict verdict) { answered(id, sent, verdict); };
     return event;
   }
 
