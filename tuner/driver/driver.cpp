@@ -227,7 +227,7 @@ void Driver::launch_ready() {
   profile::Scope timed(profile::Part::kLaunch);
   launch_left_ = false;
   while (may_launch()) {
-    if (started_this_turn_ >= env_.starts_per_turn) {  // the rest next turn, which then does not wait
+    if (started_this_turn_ >= std::max(1, env_.starts_per_turn)) {  // the rest next turn, which then does not wait
       launch_left_ = true;
       return;
     }
@@ -319,6 +319,7 @@ void Driver::start(TrialState& trial, const Placement& placement) {
 
 bool Driver::step(std::chrono::microseconds max_wait) {
   started_this_turn_ = 0;
+  launch_left_ = false;  // set again by a launch_ready() of this turn that stops at the cap
   // While every place is taken (most turns of a busy sweep) no transaction at all.
   if (may_launch()) {
     Transaction txn(*store_);
