@@ -83,6 +83,12 @@ std::unique_ptr<Store> Store::open(const std::string& dir, bool read_only, Durab
       db.exec(durability == Durability::kFull ? "PRAGMA synchronous = FULL"
                                               : "PRAGMA synchronous = NORMAL");
       db.exec("PRAGMA foreign_keys = ON");
+      // Debian builds SQLite with secure_delete on: every page a delete or a
+      // shrinking update frees is zeroed and written, so dropping PBT's
+      // state parts (~10 MB) wrote ~20 MB of WAL and took ~90 ms. FAST
+      // zeroes deleted content only in pages written anyway (SQLite's
+      // docs): the same 1.3 MB and ~8 ms as off.
+      db.exec("PRAGMA secure_delete = FAST");
       migrate(db, dir, path);
     }
     check_store(db, dir, path);

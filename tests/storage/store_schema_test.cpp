@@ -62,6 +62,8 @@ TEST(StoreOpen, SetsTheConnectionPragmas) {
   EXPECT_EQ(db.execAndGet("PRAGMA synchronous").getInt(), 1);  // NORMAL
   EXPECT_EQ(db.execAndGet("PRAGMA foreign_keys").getInt(), 1);
   EXPECT_EQ(db.execAndGet("PRAGMA busy_timeout").getInt(), 30000);
+  // FAST, not Debian's default of 1: freed pages are not zeroed and written.
+  EXPECT_EQ(db.execAndGet("PRAGMA secure_delete").getInt(), 2);
   auto full = Store::open(tmp.path(), false, Durability::kFull);
   EXPECT_EQ(storage_internal::raw_database(*full).execAndGet("PRAGMA synchronous").getInt(), 2);
 }
