@@ -16,8 +16,8 @@ void TrialStateMachine::add(int64_t trial, TrialStatus status, bool queued) {
   status_[trial] = status;
   if (status == TrialStatus::kPaused) paused_.insert(trial), fresh_.push_back(trial);
   if (status == TrialStatus::kPending && queued) {
-    queued_.push_back(trial);
-    queue_seq_[trial] = back_seq_++;
+    queue_seq_[trial] = back_seq_;
+    queued_[back_seq_++] = trial;
     fresh_.push_back(trial);
   }
 }
@@ -42,10 +42,8 @@ void TrialStateMachine::leave_queues(int64_t trial) {
   }
   if (auto seq = queue_seq_.find(trial); seq != queue_seq_.end()) {
     queued_ready_.erase({seq->second, trial});
+    queued_.erase(seq->second);
     queue_seq_.erase(seq);
-    // A retry or exploit is near the front.
-    auto it = std::find(queued_.begin(), queued_.end(), trial);
-    if (it != queued_.end()) queued_.erase(it);
   }
 }
 
@@ -106,8 +104,8 @@ void TrialStateMachine::fail(int64_t trial) {
 
 void TrialStateMachine::retry(int64_t trial) {
   move(trial, {TrialStatus::kRunning, TrialStatus::kPaused}, TrialStatus::kPending, "retry");
-  queued_.push_front(trial);
   queue_seq_[trial] = --front_seq_;
+  queued_[front_seq_] = trial;
   fresh_.push_back(trial);
 }
 

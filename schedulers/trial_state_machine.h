@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
@@ -88,7 +89,12 @@ class TrialStateMachine {
   void no_more_trials(Scheduler& scheduler);
   bool no_more_trials() const { return no_more_trials_; }
 
-  const std::deque<int64_t>& queued() const { return queued_; }
+  std::deque<int64_t> queued() const {
+    std::deque<int64_t> in_line;
+    for (const auto& [seq, trial] : queued_) in_line.push_back(trial);
+    return in_line;
+  }
+  size_t queued_count() const { return queued_.size(); }
   // Changes with every change of a trial's status or of the queues.
   uint64_t version() const { return version_; }
   const std::set<int64_t>& paused() const { return paused_; }
@@ -99,15 +105,17 @@ class TrialStateMachine {
   void leave_queues(int64_t trial);
 
   std::unordered_map<int64_t, TrialStatus> status_;
-  std::deque<int64_t> queued_;  // PENDING trials waiting for a slot: retries and exploits first
+  // PENDING trials waiting for a slot, by sequence number: retries and
+  // exploits first (a retry's number is below every other's, a restored
+  // trial's above).
+  std::map<int64_t, int64_t> queued_;
   std::set<int64_t> paused_;    // PAUSED, ascending (choose_trial_to_run's order)
   // What next() offers without walking every queued or paused trial on each
   // free slot (with thousands of exploits or time-shared members in line,
   // a burst of starts was quadratic). A trial that joins the queue or
   // PAUSED is looked at by the next next() (fresh_): busy, it is parked
-  // until idle(); not busy, it is ready: a queued one in queue order (a
-  // retry's sequence number is below every other's, a restored one's above),
-  // a paused one in ready_, ascending, what the scheduler is offered.
+  // until idle(); not busy, it is ready: a queued one in queue order, a
+  // paused one in ready_, ascending, what the scheduler is offered.
   void look_at_fresh(const std::function<bool(int64_t)>& busy);
   void make_ready(int64_t trial);
   std::vector<int64_t> fresh_;

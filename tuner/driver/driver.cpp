@@ -203,7 +203,7 @@ void Driver::load_experiment() {
   }
   sweep_.searcher->restore(next_index_, observations);
   store_->add_event(experiment_.id, std::nullopt, "resumed",
-                    {{"restarting", lifecycle_.queued().size()}, {"suggested", next_index_}}, clock_.unix_time());
+                    {{"restarting", lifecycle_.queued_count()}, {"suggested", next_index_}}, clock_.unix_time());
 }
 
 PlacementRequest Driver::request() const {
