@@ -191,6 +191,7 @@ class Simulation {
     trial.iterations += 1;
     const double metric = o_.step(trial.config, trial.state, trial.iterations);
     trial.metrics.push_back(metric);
+    trial.times.push_back(now_);
     scheduler_.on_checkpoint(t, trial.iterations);
     if (o_.max_iterations > 0 && trial.iterations >= o_.max_iterations) {
       terminate(t);

@@ -42,6 +42,7 @@ struct SimulatedTrial {
   Json config;                  // final config
   int64_t iterations = 0;       // steps reported
   std::vector<double> metrics;  // metric at each iteration
+  std::vector<double> times;    // fake time each of those results came
   std::string status;           // at the end: TERMINATED (paused ones never resumed too) or ERROR
   int pauses = 0, exploits = 0;
   std::vector<double> state;

@@ -4,6 +4,11 @@
 //
 //   scheduler_bench scale --trials 10000 --workers 64
 //   scheduler_bench sha --trials 200 --max-t 27 --rf 3 --curves FILE   (writes the curves, prints tune's stops)
+//   scheduler_bench replay --curves FILE --workers 2 --params JSON
+//     (time to accuracy of ASHA on recorded curves: FILE is {"target": a,
+//     "max_t": T, "trials": [[[epoch seconds, accuracy], ...], ...]}, the
+//     epochs of each config in the searcher's order, as FIFO trained them;
+//     bench/schedulers/time_to_accuracy.sh writes it with TTA_KEEP)
 #include <chrono>
 #include <cmath>
 #include <fstream>
@@ -52,6 +57,44 @@ Json scale(const std::string& type, Json params, int64_t trials, int workers, in
           {"steps", steps}, {"makespan", r.makespan}, {"exploits", r.exploits.size()}, {"sim_wall_s", wall}};
 }
 
+// Time until the first result at or above `target` (max mode), replaying each
+// config's recorded epochs (seconds, accuracy) through ASHA on `workers`
+// workers; a resume costs nothing (bench/schedulers/README.md measured ~0).
+Json replay(const Json& file, const Json& params, int workers) {
+  const Json& trials = file.at("trials");
+  const double target = file.at("target").get<double>();
+  const int64_t max_t = file.at("max_t").get<int64_t>();
+  Json p = params;
+  p["max_t"] = max_t;
+  auto scheduler = tune::make_scheduler("asha", p, "accuracy", "max");
+  tune::SimulationOptions o;
+  o.workers = workers;
+  o.num_trials = static_cast<int64_t>(trials.size());
+  o.max_iterations = max_t;
+  o.metric = "accuracy";
+  o.config_of = [](int64_t i) { return Json{{"i", i}}; };
+  o.step = [&](const Json& c, std::vector<double>&, int64_t t) {
+    return trials[c["i"].get<size_t>()][static_cast<size_t>(t - 1)][1].get<double>();
+  };
+  o.step_time = [&](int64_t i, const Json&, int64_t t) {
+    return trials[static_cast<size_t>(i)][static_cast<size_t>(t - 1)][0].get<double>();
+  };
+  tune::SimulationResult r = tune::simulate(*scheduler, o);
+  double first = -1;
+  int64_t epochs = 0, best_trial = -1;
+  Json results = Json::array();  // [time, trial, accuracy] of every result
+  for (size_t i = 0; i < r.trials.size(); ++i) {
+    const auto& t = r.trials[i];
+    epochs += static_cast<int64_t>(t.metrics.size());
+    for (size_t k = 0; k < t.metrics.size(); ++k) {
+      results.push_back({t.times[k], i, t.metrics[k]});
+      if (t.metrics[k] >= target && (first < 0 || t.times[k] < first)) first = t.times[k], best_trial = static_cast<int64_t>(i);
+    }
+  }
+  return {{"bench", "replay"}, {"params", p}, {"workers", workers}, {"time_to_target", first},
+          {"trial", best_trial}, {"epochs", epochs}, {"makespan", r.makespan}, {"results", results}};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -60,6 +103,7 @@ int main(int argc, char** argv) {
   int workers = 64;
   double rf = 3;
   std::string curves_file;
+  Json params = Json::object();
   for (int i = 2; i + 1 < argc; i += 2) {
     std::string k = argv[i], v = argv[i + 1];
     if (k == "--trials") trials = std::stoll(v);
@@ -67,6 +111,7 @@ int main(int argc, char** argv) {
     else if (k == "--max-t") max_t = std::stoll(v);
     else if (k == "--rf") rf = std::stod(v);
     else if (k == "--curves") curves_file = v;
+    else if (k == "--params") params = Json::parse(v);
     else {
       std::cerr << "scheduler_bench: unknown option " << k << "\n";
       return 2;
@@ -121,6 +166,16 @@ int main(int argc, char** argv) {
                       {"decisions", decisions}}.dump() << "\n";
     return 0;
   }
-  std::cerr << "usage: scheduler_bench scale|sha [--trials N] [--workers W] [--max-t T] [--rf R] [--curves FILE]\n";
+  if (mode == "replay") {
+    std::ifstream in(curves_file);
+    if (!in) {
+      std::cerr << "scheduler_bench replay: cannot read --curves " << curves_file << "\n";
+      return 2;
+    }
+    std::cout << replay(Json::parse(in), params, workers).dump() << "\n";
+    return 0;
+  }
+  std::cerr << "usage: scheduler_bench scale|sha|replay [--trials N] [--workers W] [--max-t T] [--rf R] [--curves FILE]"
+               " [--params JSON]\n";
   return 2;
 }

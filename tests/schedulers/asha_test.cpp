@@ -339,5 +339,25 @@ TEST(Asha, RejectsBadOptions) {
   EXPECT_EQ(error({{"brackets", 0}}), "scheduler asha: brackets must be an integer >= 1, got 0");
 }
 
+// The simulator stamps each result with the fake time it came at (what
+// `scheduler_bench replay` measures time to accuracy with): 2 workers, FIFO,
+// trial i's steps take i + 1 s, two steps each; trial 2 takes the worker
+// trial 0 frees at t = 2.
+TEST(Simulator, ResultsCarryTheFakeTimeTheyCameAt) {
+  auto s = make_scheduler("fifo", Json::object(), "loss", "min");
+  SimulationOptions o;
+  o.workers = 2;
+  o.num_trials = 3;
+  o.max_iterations = 2;
+  o.step = [](const Json&, std::vector<double>&, int64_t it) { return 1.0 / static_cast<double>(it); };
+  o.step_time = [](int64_t trial, const Json&, int64_t) { return static_cast<double>(trial + 1); };
+  const SimulationResult r = simulate(*s, o);
+  ASSERT_EQ(r.trials.size(), 3u);
+  EXPECT_EQ(r.trials[0].times, (std::vector<double>{1, 2}));
+  EXPECT_EQ(r.trials[1].times, (std::vector<double>{2, 4}));
+  EXPECT_EQ(r.trials[2].times, (std::vector<double>{5, 8}));
+  EXPECT_EQ(r.makespan, 8);
+}
+
 }  // namespace
 }  // namespace tune
