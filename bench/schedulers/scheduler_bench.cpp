@@ -14,6 +14,7 @@
 #include <fstream>
 #include <iostream>
 #include <random>
+#include <stdexcept>
 #include <string>
 
 #include "schedulers/scheduler.h"
@@ -64,6 +65,15 @@ Json replay(const Json& file, const Json& params, int workers) {
   const Json& trials = file.at("trials");
   const double target = file.at("target").get<double>();
   const int64_t max_t = file.at("max_t").get<int64_t>();
+  if (max_t < 1 || !trials.is_array() || trials.empty()) throw std::runtime_error("needs max_t >= 1 and some trials");
+  for (size_t i = 0; i < trials.size(); ++i) {
+    if (!trials[i].is_array() || trials[i].size() != static_cast<size_t>(max_t))
+      throw std::runtime_error("trial " + std::to_string(i) + " does not have max_t (" + std::to_string(max_t) + ") epochs");
+    for (const Json& epoch : trials[i])
+      if (!epoch.is_array() || epoch.size() != 2 || !epoch[0].is_number() || !epoch[1].is_number() ||
+          epoch[0].get<double>() <= 0)
+        throw std::runtime_error("trial " + std::to_string(i) + ": an epoch is not [seconds > 0, accuracy]");
+  }
   Json p = params;
   p["max_t"] = max_t;
   auto scheduler = tune::make_scheduler("asha", p, "accuracy", "max");
@@ -172,7 +182,12 @@ int main(int argc, char** argv) {
       std::cerr << "scheduler_bench replay: cannot read --curves " << curves_file << "\n";
       return 2;
     }
-    std::cout << replay(Json::parse(in), params, workers).dump() << "\n";
+    try {
+      std::cout << replay(Json::parse(in), params, workers).dump() << "\n";
+    } catch (const std::exception& e) {
+      std::cerr << "scheduler_bench replay: " << curves_file << ": " << e.what() << "\n";
+      return 2;
+    }
     return 0;
   }
   std::cerr << "usage: scheduler_bench scale|sha|replay [--trials N] [--workers W] [--max-t T] [--rf R] [--curves FILE]"

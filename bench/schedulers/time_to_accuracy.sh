@@ -129,11 +129,18 @@ for k in runs:  # issue 33's goal 5: the ideal's time over the run's (1 = as fas
 # The same ASHA rule replayed on FIFO's own epochs (fake clock, free resumes):
 # what the rule itself costs, apart from the system. Real run ~ replay means
 # the gap to the ideal is the rule's (which configs it trains), not overhead.
+replayed = None
 if "asha_promotion" in present:
-    replay = json.loads(subprocess.check_output([os.environ["TTA_REPLAY"], "replay", "--workers", "2", "--curves",
-                                                 sys.argv[1].rsplit("/", 1)[0] + "/fifo-curves.json", "--params",
-                                                 json.dumps({"grace_period": 1, "reduction_factor": 3, "promotion": True})]))
-    t = replay["time_to_target"]
+    p = subprocess.run([os.environ["TTA_REPLAY"], "replay", "--workers", "2", "--curves",
+                        sys.argv[1].rsplit("/", 1)[0] + "/fifo-curves.json", "--params",
+                        json.dumps({"grace_period": 1, "reduction_factor": 3, "promotion": True})],
+                       capture_output=True, text=True)
+    if p.returncode == 0:
+        replayed = json.loads(p.stdout)
+    else:  # e.g. a FIFO trial that failed before its last epoch
+        print(f"ASHA prom. not replayed: {p.stderr.strip()}")
+if replayed:
+    t = replayed["time_to_target"]
     print(f"{'ASHA prom. replayed, to 100% (s)':<34}{f_best:>10.1f}" +
           (f"{t:>10.1f}{f_best / t:>7.1f}x   (ideal / replay {t_ideal / t:.2f})" if t > 0 else f"{'never':>10}"))
     out["asha_promotion"]["replay_tta_1.0"] = t if t > 0 else None
