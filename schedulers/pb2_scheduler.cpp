@@ -37,6 +37,7 @@ class Pb2Scheduler : public PbtScheduler {
   }
 
  protected:
+  bool keeps_history() const override { return true; }
   // Data: (t, x) -> improvement of the score over the last step, for every
   // trial's recent history; the new x maximises UCB at time t.
   Json explore(const Json& donor_config, double t) override {

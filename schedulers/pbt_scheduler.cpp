@@ -117,9 +117,11 @@ TrialDecision PbtScheduler::on_result(int64_t trial, const Json& result) {
   double t = 0, value = 0;
   if (!number_at(result, time_attr_, &t) || !number_at(result, metric_, &value)) return TrialDecision::next();
   update(trial, m, [&](Member& member) { member.score = sign_ * value; });
-  m.history.emplace_back(t, m.score);
-  if (m.history.size() > kHistory) m.history.erase(m.history.begin());
-  m.history_t_max = std::max(m.history_t_max, t);
+  if (keeps_history()) {
+    m.history.emplace_back(t, m.score);
+    if (m.history.size() > kHistory) m.history.erase(m.history.begin());
+    m.history_t_max = std::max(m.history_t_max, t);
+  }
   m.now = t;
   if (t < burn_in_ || t - m.last_perturb < interval_) return TrialDecision::next();
   m.last_perturb = t;
@@ -223,6 +225,7 @@ Json PbtScheduler::columns(const std::vector<int64_t>* only) const {
     plans.push_back(m.plan ? Json{{"action", static_cast<int>(m.plan->action)}, {"donor", m.plan->donor},
                                   {"config", m.plan->new_config}}
                            : Json());
+    if (!keeps_history()) return;
     history_count.push_back(static_cast<int64_t>(m.history.size()));
     for (const auto& [t, v] : m.history) history_t.push_back(t), history_score.push_back(v);
     history_t_max.push_back(m.history_t_max);
@@ -232,7 +235,7 @@ Json PbtScheduler::columns(const std::vector<int64_t>* only) const {
   } else {
     for (const auto& [trial, m] : members_) add(trial, m);
   }
-  return {{"trial", std::move(trials)},
+  Json out = {{"trial", std::move(trials)},
           {"config", std::move(configs)},
           {"score", std::move(score)},
           {"last_perturb", std::move(last_perturb)},
@@ -243,11 +246,14 @@ Json PbtScheduler::columns(const std::vector<int64_t>* only) const {
           {"paused_at", std::move(paused_at)},
           {"now", std::move(now)},
           {"checkpoint_iteration", std::move(checkpoint_iteration)},
-          {"plan", std::move(plans)},
-          {"history_count", std::move(history_count)},
-          {"history_t", std::move(history_t)},
-          {"history_score", std::move(history_score)},
-          {"history_t_max", std::move(history_t_max)}};
+          {"plan", std::move(plans)}};
+  if (keeps_history()) {
+    out["history_count"] = std::move(history_count);
+    out["history_t"] = std::move(history_t);
+    out["history_score"] = std::move(history_score);
+    out["history_t_max"] = std::move(history_t_max);
+  }
+  return out;
 }
 
 namespace {
@@ -342,6 +348,10 @@ void PbtScheduler::restore_member(int64_t trial, const Json& config, double scor
     m.history.erase(m.history.begin(), m.history.end() - static_cast<std::ptrdiff_t>(kHistory));
   // Absent in states saved before it: the time of the latest result.
   m.now = now ? *now : (m.history.empty() ? 0 : m.history.back().first);
+  if (!keeps_history()) {  // saved by a version that kept it for PBT too
+    m.history.clear();
+    m.history_t_max = 0;
+  }
   update(trial, m, [](Member&) {});
 }
 
@@ -358,21 +368,31 @@ size_t PbtScheduler::restore_members(const Json& members) {
     const Json &config = column("config"), &score = column("score"), &last_perturb = column("last_perturb"),
                &has_checkpoint = column("has_checkpoint"), &alive = column("alive"), &waiting = column("waiting"),
                &paused = column("paused"), &paused_at = column("paused_at"), &now = column("now"),
-               &checkpoint_iteration = column("checkpoint_iteration"), &plan = column("plan"),
-               &history_count = column("history_count"), &history_t_max = column("history_t_max");
-    const Json &history_t = members.at("history_t"), &history_score = members.at("history_score");
+               &checkpoint_iteration = column("checkpoint_iteration"), &plan = column("plan");
+    // The histories: PB2's, and PBT's as versions up to c84b9f0 saved them.
+    const bool histories = members.contains("history_count");
+    static const Json kNone = Json::array();
+    const Json &history_count = histories ? column("history_count") : kNone,
+               &history_t_max = histories ? column("history_t_max") : kNone,
+               &history_t = histories ? members.at("history_t") : kNone,
+               &history_score = histories ? members.at("history_score") : kNone;
     if (history_t.size() != history_score.size()) throw Error("pbt state: history times and scores differ in length");
     size_t next = 0;
     for (size_t i = 0; i < n; ++i) {
-      const auto count = json_integer<size_t>(history_count[i]);
-      if (count > history_t.size() - next) throw Error("pbt state: the histories are shorter than their counts");
       std::vector<std::pair<double, double>> history;
-      for (size_t k = 0; k < count; ++k, ++next) history.emplace_back(history_t[next].get<double>(), score_of(history_score[next]));
+      std::optional<double> t_max;
+      if (histories) {
+        const auto count = json_integer<size_t>(history_count[i]);
+        if (count > history_t.size() - next) throw Error("pbt state: the histories are shorter than their counts");
+        for (size_t k = 0; k < count; ++k, ++next)
+          history.emplace_back(history_t[next].get<double>(), score_of(history_score[next]));
+        t_max = history_t_max[i].get<double>();
+      }
       restore_member(json_integer<int64_t>(trials[i]), config[i], score_of(score[i]), last_perturb[i].get<double>(),
                      has_checkpoint[i].get<bool>(), alive[i].get<bool>(), waiting[i].get<bool>(),
                      paused[i].get<bool>() ? std::optional<double>(paused_at[i].get<double>()) : std::nullopt,
-                     json_integer<int64_t>(checkpoint_iteration[i]), plan[i], std::move(history),
-                     history_t_max[i].get<double>(), now[i].get<double>());
+                     json_integer<int64_t>(checkpoint_iteration[i]), plan[i], std::move(history), t_max,
+                     now[i].get<double>());
     }
     return n;
   }
@@ -383,7 +403,9 @@ size_t PbtScheduler::restore_members(const Json& members) {
                    j.at("waiting").get<bool>(),
                    j.value("paused", false) ? std::optional<double>(j.at("paused_at").get<double>()) : std::nullopt,
                    j.contains("checkpoint_iteration") ? json_integer<int64_t>(j["checkpoint_iteration"]) : -1,
-                   j.at("plan"), j.at("history").get<std::vector<std::pair<double, double>>>(),
+                   j.at("plan"),
+                   j.contains("history") ? j.at("history").get<std::vector<std::pair<double, double>>>()
+                                         : std::vector<std::pair<double, double>>{},
                    j.contains("history_t_max") ? std::optional<double>(j.at("history_t_max").get<double>())
                                                : std::nullopt,
                    j.contains("now") ? std::optional<double>(j.at("now").get<double>()) : std::nullopt);

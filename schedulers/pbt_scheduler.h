@@ -73,7 +73,7 @@ class PbtScheduler : public Scheduler {
     double paused_at = 0;               // ... at this time_attr
     std::optional<TrialDecision> plan;  // what happens when it resumes (synch or time sharing)
     // (time, score) of its latest kHistory results (PB2 fits its model on
-    // them), and the latest time of any result it had.
+    // them), and the latest time of any result it had; PB2 only (keeps_history()).
     std::vector<std::pair<double, double>> history;
     double history_t_max = 0;
   };
@@ -89,6 +89,10 @@ class PbtScheduler : public Scheduler {
 
   const std::map<int64_t, Member>& members() const { return members_; }
   static constexpr size_t kHistory = 8;  // results of each member kept (PB2's window)
+  // Whether members keep their latest results (`history`): PB2 models them,
+  // PBT does not read them, so it neither keeps nor saves them (they were
+  // two thirds of its saved state).
+  virtual bool keeps_history() const { return false; }
   std::mt19937_64& rng() { return rng_; }
 
  private:

@@ -62,12 +62,15 @@ Json pbt_member_form(Json state) {
   for (size_t i = 0; i < c.at("trial").size(); ++i) {
     Json m = Json::object();
     for (const char* key : {"trial", "config", "score", "last_perturb", "has_checkpoint", "alive", "waiting", "paused",
-                            "paused_at", "now", "checkpoint_iteration", "plan", "history_t_max"})
+                            "paused_at", "now", "checkpoint_iteration", "plan"})
       m[key] = c.at(key)[i];
-    Json history = Json::array();
-    for (int64_t k = 0; k < c.at("history_count")[i].get<int64_t>(); ++k, ++next)
-      history.push_back({c.at("history_t")[next], c.at("history_score")[next]});
-    m["history"] = history;
+    if (c.contains("history_count")) {  // PB2's (PBT's too up to c84b9f0)
+      m["history_t_max"] = c.at("history_t_max")[i];
+      Json history = Json::array();
+      for (int64_t k = 0; k < c.at("history_count")[i].get<int64_t>(); ++k, ++next)
+        history.push_back({c.at("history_t")[next], c.at("history_score")[next]});
+      m["history"] = history;
+    }
     members.push_back(m);
   }
   state["members"] = members;
@@ -126,10 +129,16 @@ TEST(SchedulerState, ARestoredPbtTakesEachTrialsStoredConfig) {
   }
 }
 
-// PBT keeps the latest 8 results of each member (PB2's window) and the latest
-// time of all: its state and memory do not grow with a trial's length.
-TEST(SchedulerState, PbtKeepsABoundedHistoryPerMember) {
-  auto a = iteration_pbt(1000);
+std::unique_ptr<Scheduler> iteration_pb2(int interval) {
+  return make_scheduler("pb2", {{"time_attr", "training_iteration"}, {"perturbation_interval", interval},
+                                {"hyperparam_bounds", {{"x", {0.0, 1.0}}}}},
+                        "loss", "min");
+}
+
+// PB2 keeps the latest 8 results of each member (its model's window) and the
+// latest time of all: its state and memory do not grow with a trial's length.
+TEST(SchedulerState, Pb2KeepsABoundedHistoryPerMember) {
+  auto a = iteration_pb2(1000);
   a->on_trial_add(0, {{"x", 0.5}});
   for (int i = 1; i <= 100; ++i) (void)a->on_result(0, {{"training_iteration", i}, {"loss", 1.0 / i}});
   const Json saved = a->save_state();
@@ -148,12 +157,38 @@ TEST(SchedulerState, PbtKeepsABoundedHistoryPerMember) {
   Json full = Json::array();
   for (int i = 1; i <= 100; ++i) full.push_back({i, -1.0 / i});
   old["members"][0]["history"] = full;
-  auto b = iteration_pbt(1000);
+  auto b = iteration_pb2(1000);
   b->restore_state(old);
   const Json again = pbt_member_form(b->save_state());
   EXPECT_EQ(again["members"][0]["history"].size(), 8u);
   EXPECT_EQ(again["members"][0]["history_t_max"], 100);
   EXPECT_EQ(b->save_state(), saved) << "the old form restores to the state it was saved from";
+}
+
+// PBT reads no member's past results, so it neither keeps nor saves them (they
+// were two thirds of its state). A state from a version that saved them
+// restores to the same state, and the same decisions, as one without.
+TEST(SchedulerState, PbtKeepsNoHistory) {
+  auto a = iteration_pbt(1000);
+  for (int t = 0; t < 3; ++t) a->on_trial_add(t, {{"x", 0.5}});
+  for (int i = 1; i <= 20; ++i)
+    for (int t = 0; t < 3; ++t) (void)a->on_result(t, {{"training_iteration", i}, {"loss", (1.0 + t) / i}});
+  const Json saved = a->save_state();
+  for (const char* key : {"history_count", "history_t", "history_score", "history_t_max"})
+    EXPECT_FALSE(saved.at("members").contains(key)) << key;
+  Json old = saved;  // as PBT saved it before: every member's latest 8 results
+  old["members"]["history_count"] = Json::array({8, 8, 8});
+  old["members"]["history_t_max"] = Json::array({20, 20, 20});
+  Json times = Json::array(), scores = Json::array();
+  for (int t = 0; t < 3; ++t)
+    for (int i = 13; i <= 20; ++i) times.push_back(i), scores.push_back(-(1.0 + t) / i);
+  old["members"]["history_t"] = times;
+  old["members"]["history_score"] = scores;
+  for (const Json& form : {old, pbt_member_form(old)}) {
+    auto b = iteration_pbt(1000);
+    b->restore_state(form);
+    EXPECT_EQ(b->save_state(), saved);
+  }
 }
 
 // The earlier per-member form restores to schedulers that decide the same;
@@ -176,9 +211,17 @@ TEST(SchedulerState, APbtStateInTheEarlierPerMemberFormRestores) {
   } catch (const Error& e) {
     EXPECT_STREQ(e.what(), "pbt state: members' score is not one per trial");
   }
-  bad = a->save_state();
+  auto pb2 = iteration_pb2(5);
+  for (int i = 0; i < 3; ++i) pb2->on_trial_add(i, {{"x", 0.5}});
+  for (int i = 0; i < 3; ++i) (void)pb2->on_result(i, {{"training_iteration", 1}, {"loss", 0.5}});
+  bad = pb2->save_state();
   bad["members"]["history_count"][0] = 100;
-  EXPECT_THROW(make_scheduler("pbt", async, "loss", "min")->restore_state(bad), Error);
+  try {
+    iteration_pb2(5)->restore_state(bad);
+    FAIL() << "expected tune::Error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "pbt state: the histories are shorter than their counts");
+  }
 }
 
 TEST(SchedulerState, RestoredSchedulersContinueTheSameDecisions) {
