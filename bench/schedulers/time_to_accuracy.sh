@@ -62,6 +62,7 @@ TTA_REPLAY="$BUILD_DIR/bench/scheduler_bench" "$PYTHON" - "$STORE/tune.db" $SCHE
 import json, os, sqlite3, subprocess, sys
 db = sqlite3.connect(sys.argv[1])
 present = sys.argv[3:]  # the runs besides fifo
+curves_file = os.path.join(os.path.dirname(sys.argv[1]), "fifo-curves.json")  # FIFO's epochs, for the replay
 def curve(name):
     start, = db.execute("SELECT created_at FROM experiments WHERE name=?", (name,)).fetchone()
     rows = db.execute("""SELECT r.time, json_extract(r.metrics_json, '$.val_accuracy') FROM results r
@@ -104,7 +105,7 @@ def ideal(slots=2):
     for trial, iteration, d, a in rows:
         epochs.setdefault(trial, []).append((d, a))
     # FIFO's curves, for `scheduler_bench replay` (kept with the store under TTA_KEEP).
-    with open(sys.argv[1].rsplit("/", 1)[0] + "/fifo-curves.json", "w") as f:
+    with open(curves_file, "w") as f:
         json.dump({"target": target, "max_t": max(len(c) for c in epochs.values()),
                    "trials": [epochs[i] for i in sorted(epochs)]}, f)
     best = None
@@ -131,8 +132,7 @@ for k in runs:  # issue 33's goal 5: the ideal's time over the run's (1 = as fas
 # the gap to the ideal is the rule's (which configs it trains), not overhead.
 replayed = None
 if "asha_promotion" in present:
-    p = subprocess.run([os.environ["TTA_REPLAY"], "replay", "--workers", "2", "--curves",
-                        sys.argv[1].rsplit("/", 1)[0] + "/fifo-curves.json", "--params",
+    p = subprocess.run([os.environ["TTA_REPLAY"], "replay", "--workers", "2", "--curves", curves_file, "--params",
                         json.dumps({"grace_period": 1, "reduction_factor": 3, "promotion": True})],
                        capture_output=True, text=True)
     if p.returncode == 0:
