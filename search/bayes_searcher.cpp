@@ -32,6 +32,10 @@ double log_normal_cdf(double z) {
   return std::log(0.5 * erfcx(-z / std::sqrt(2.0))) - 0.5 * z * z;
 }
 
+// The fewest unit dimensions in which `trust_region: auto` (the default) uses
+// the trust region.
+constexpr int64_t kTrustRegionDimensions = 4;
+
 // Data sizes at which the hyperparameters are refitted: every size up to 20,
 // then sizes growing by 10% (22, 25, 28, 31, 35, ...).
 int64_t refit_size(int64_t n) {
@@ -165,7 +169,19 @@ class BayesSearcher : public ModelSearcher {
     early_stopped_ = p.string("early_stopped", "rank_below", {"rank_below", "as_is"});
     min_pending_distance_ = p.number_in("min_pending_distance", 0.01, 0.0, 1.0);
     max_fit_points_ = p.integer_in("max_fit_points", 300, 10, 100000);
-    trust_region_ = p.boolean("trust_region", true);
+    // The trust region pays where a global GP would spend its budget on the
+    // boundary: from 4 dimensions on. Below, the global acquisition finds the
+    // other basins that a region shrunk onto the first would keep it from
+    // (docs/SEARCH.md, "Trust region"). true / false force it either way.
+    const bool automatic = d >= kTrustRegionDimensions;
+    if (!p.has("trust_region"))
+      trust_region_ = automatic;
+    else if (p.raw("trust_region").is_boolean())
+      trust_region_ = p.raw("trust_region").get<bool>();
+    else if (p.raw("trust_region") == Json("auto"))
+      trust_region_ = automatic;
+    else
+      p.fail("trust_region", "must be true, false or auto");
   }
 
  private:

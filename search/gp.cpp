@@ -13,7 +13,10 @@
 #include "base/error.h"
 
 namespace tune {
-namespace {
+// Named, not anonymous: GaussianProcess::Impl (declared in gp.h, so not in an
+// anonymous namespace) holds a Theta, and GCC warns (-Wsubobject-linkage) when
+// a type with external linkage holds one with internal linkage.
+namespace gp_internal {
 
 constexpr double kSqrt5 = 2.2360679774997896964;
 constexpr double kLog2Pi = 1.8378770664093454836;
@@ -70,7 +73,8 @@ bool factor(const Eigen::MatrixXd& Ks, double n2, Eigen::MatrixXd* work, Eigen::
   return false;
 }
 
-}  // namespace
+}  // namespace gp_internal
+using namespace gp_internal;
 
 struct GaussianProcess::Impl {
   Eigen::MatrixXd X;  // n x d

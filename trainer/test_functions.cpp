@@ -46,6 +46,16 @@ double hartmann6(const std::array<double, 6>& x) {
   return -total;
 }
 
+double foxholes(double x0, double x1) {
+  static const double grid[5] = {-32, -16, 0, 16, 32};
+  double s = 0.002;
+  for (int j = 0; j < 25; ++j) {
+    const double d0 = x0 - grid[j % 5], d1 = x1 - grid[j / 5];
+    s += 1 / (j + 1 + std::pow(d0, 6) + std::pow(d1, 6));
+  }
+  return 1 / s;
+}
+
 std::array<double, 2> zdt1(const std::vector<double>& x) {
   double rest = 0;
   for (size_t i = 1; i < x.size(); ++i) rest += x[i];

@@ -27,6 +27,12 @@ inline constexpr double kShekel10Minimum = -10.536409816692041;
 inline constexpr std::array<double, 4> kShekel10Argmin = {4.0007465315920445, 4.00059293413853, 3.9996633980403233,
                                                           3.9995098005868086};
 
+// De Jong's fifth function (Shekel's foxholes) on [-65.536, 65.536]^2: 25
+// holes on a 16-spaced grid, hole j (1..25) bottoming out near j, on a plateau
+// near 500. Global minimum 0.998004 near (-31.97833, -31.97833).
+double foxholes(double x0, double x1);
+inline constexpr double kFoxholesMinimum = 0.998003837794449;
+
 // ZDT1 (Zitzler, Deb & Thiele 2000), two objectives to minimize of n >= 2
 // variables in [0, 1]: f1 = x0, g = 1 + 9 * mean(x1..), f2 = g * (1 -
 // sqrt(f1 / g)). The Pareto front is f2 = 1 - sqrt(f1), f1 in [0, 1], where

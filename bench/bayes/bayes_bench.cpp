@@ -176,21 +176,8 @@ double rotated_ellipsoid(const Vec& x) {
   return s;
 }
 
-// Narrow basins on a flat plateau (issue 33, goal 4).
-
-// De Jong's fifth function (Shekel's foxholes) on [-65.536, 65.536]^2: 25 holes on
-// a 16-spaced grid, hole j (1..25) bottoming out near j, on a plateau near 500.
-// Minimum 0.998003837794449 near (-31.97833, -31.97833).
-double foxholes(const Vec& x) {
-  static const double grid[5] = {-32, -16, 0, 16, 32};
-  double s = 0.002;
-  for (int j = 0; j < 25; ++j) {
-    const double d0 = x[0] - grid[j % 5], d1 = x[1] - grid[j / 5];
-    s += 1 / (j + 1 + std::pow(d0, 6) + std::pow(d1, 6));
-  }
-  return 1 / s;
-}
-constexpr double kFoxholesMinimum = 0.998003837794449;
+// Narrow basins on a flat plateau (issue 33, goal 4). Shekel-10 and De Jong's
+// fifth (foxholes) are in trainer/test_functions.h.
 
 // Gaussian wells on [0, 1]^d: f(x) = -sum_k depth_k exp(-|x - c_k|^2 / (2 w_k^2)),
 // 0 (to rounding) between them. Well 0 is the deepest (depth 1) and the
@@ -541,8 +528,10 @@ const std::vector<std::pair<std::string, Problem>>& problems() {
                                           Vec(tune::test_functions::kShekel10Argmin.begin(),
                                               tune::test_functions::kShekel10Argmin.end()),
                                           "Shekel m = 10"));
-    v.emplace_back("foxholes", continuous("narrow-basin", 100, Bounds(2, {-65.536, 65.536}), kFoxholesMinimum,
-                                          foxholes, {-31.97833, -31.97833}, "De Jong's fifth (Shekel's foxholes)"));
+    v.emplace_back("foxholes", continuous("narrow-basin", 100, Bounds(2, {-65.536, 65.536}),
+                                          tune::test_functions::kFoxholesMinimum,
+                                          [](const Vec& x) { return tune::test_functions::foxholes(x[0], x[1]); },
+                                          {-31.97833, -31.97833}, "De Jong's fifth (Shekel's foxholes)"));
     for (const auto& [name, dims, count, seed, w_min, w_max, budget] :
          std::vector<std::tuple<std::string, size_t, int, uint64_t, double, double, int>>{
              {"wells3", 3, 8, 3, 0.05, 0.10, 100}, {"wells5", 5, 12, 5, 0.08, 0.14, 150}}) {
