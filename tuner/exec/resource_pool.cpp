@@ -30,6 +30,13 @@ int ResourcePool::capacity(size_t h, const PlacementRequest& r) const {
   return n;
 }
 
+// by_free_ is ordered by free slots: once a host has fewer than one rank
+// needs, so do all the hosts after it (from rbegin), and a walk over them can
+// stop. Without it a full cluster cost a walk over every host per question.
+bool ResourcePool::has_room(const std::pair<int, size_t>& entry, const PlacementRequest& r) {
+  return entry.first >= std::max(1, r.cpus_per_rank);
+}
+
 void ResourcePool::set_free(size_t h, int free_slots) {
   State& s = state_[h];
   if (!s.out()) {
@@ -64,7 +71,7 @@ std::optional<Placement> ResourcePool::acquire(const PlacementRequest& r) {
       }
     }
     // Else across hosts, the emptiest first: as few hosts as possible.
-    for (auto it = by_free_.rbegin(); left > 0 && it != by_free_.rend(); ++it) {
+    for (auto it = by_free_.rbegin(); left > 0 && it != by_free_.rend() && has_room(*it, r); ++it) {
       const int n = std::min(left, capacity(it->second, r));
       if (n <= 0) continue;
       plan.emplace_back(it->second, n);
@@ -73,7 +80,8 @@ std::optional<Placement> ResourcePool::acquire(const PlacementRequest& r) {
   } else {
     // One rank per host, emptiest first; more rounds while ranks are left.
     std::vector<std::pair<size_t, int>> room;  // (host, capacity)
-    for (auto it = by_free_.rbegin(); it != by_free_.rend() && static_cast<int>(room.size()) < r.ranks; ++it)
+    for (auto it = by_free_.rbegin();
+         it != by_free_.rend() && has_room(*it, r) && static_cast<int>(room.size()) < r.ranks; ++it)
       if (int c = capacity(it->second, r); c > 0) room.emplace_back(it->second, c);
     std::vector<int> given(room.size(), 0);
     for (bool progress = true; left > 0 && progress;) {
@@ -110,7 +118,8 @@ void ResourcePool::release(const Placement& placement) {
 
 bool ResourcePool::fits(const PlacementRequest& r) const {
   int room = 0;
-  for (auto it = by_free_.rbegin(); it != by_free_.rend() && room < r.ranks; ++it) room += capacity(it->second, r);
+  for (auto it = by_free_.rbegin(); it != by_free_.rend() && has_room(*it, r) && room < r.ranks; ++it)
+    room += capacity(it->second, r);
   return room >= r.ranks;
 }
 

@@ -14,7 +14,9 @@
 // gpus_per_rank GPUs of its host. kPack puts a group on as few hosts as
 // possible (the fullest host that fits it: best fit); kSpread puts its ranks
 // on as many hosts as possible, emptiest first. Each decision costs
-// O(log hosts) per host it uses. Not thread safe (the driver's thread only).
+// O(log hosts) per host it uses or looks at, and fits() on a full cluster
+// looks at one host (hosts are kept ordered by free slots; a walk stops at the
+// first with too few for a rank). Not thread safe (the driver's thread only).
 #pragma once
 
 #include <optional>
@@ -95,6 +97,7 @@ class ResourcePool {
   };
   // Ranks that fit on host h for `request`.
   int capacity(size_t h, const PlacementRequest& request) const;
+  static bool has_room(const std::pair<int, size_t>& entry, const PlacementRequest& request);
   void take(size_t h, int ranks, const PlacementRequest& request, Placement& placement);
   void set_free(size_t h, int free_slots);
 
