@@ -3,7 +3,7 @@
 # with clang under sanitizers, and the tests that matter run under them.
 #
 #   asan  build-asan/: ASan + UBSan (-fno-sanitize-recover=undefined), every
-#         unit-labelled test (ctest -L unit: no slow/mpi/cluster/slurm ones).
+#         unit-labelled test (ctest -L unit: no slow/cluster/slurm ones).
 #         Configured with TUNE_FUZZ=ON (which adds libFuzzer's coverage
 #         instrumentation to the same sanitizers), so that the fuzz targets
 #         come from this build too: CI builds the core twice, not three times.
