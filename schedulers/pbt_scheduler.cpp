@@ -208,8 +208,10 @@ Json PbtScheduler::columns(const std::vector<int64_t>* only) const {
   std::vector<double> score, last_perturb, paused_at, now, history_t_max, history_t, history_score;
   std::vector<bool> has_checkpoint, alive, waiting, paused;
   Json configs = Json::array(), plans = Json::array();
-  for (auto* v : {&trials, &checkpoint_iteration, &history_count}) v->reserve(n);
-  for (auto* v : {&score, &last_perturb, &paused_at, &now, &history_t_max}) v->reserve(n);
+  const bool history = keeps_history();
+  for (auto* v : {&trials, &checkpoint_iteration}) v->reserve(n);
+  for (auto* v : {&score, &last_perturb, &paused_at, &now}) v->reserve(n);
+  if (history) history_count.reserve(n), history_t_max.reserve(n);
   auto add = [&](int64_t trial, const Member& m) {
     trials.push_back(trial);
     configs.push_back(m.config);
@@ -225,7 +227,7 @@ Json PbtScheduler::columns(const std::vector<int64_t>* only) const {
     plans.push_back(m.plan ? Json{{"action", static_cast<int>(m.plan->action)}, {"donor", m.plan->donor},
                                   {"config", m.plan->new_config}}
                            : Json());
-    if (!keeps_history()) return;
+    if (!history) return;
     history_count.push_back(static_cast<int64_t>(m.history.size()));
     for (const auto& [t, v] : m.history) history_t.push_back(t), history_score.push_back(v);
     history_t_max.push_back(m.history_t_max);
@@ -247,7 +249,7 @@ Json PbtScheduler::columns(const std::vector<int64_t>* only) const {
           {"now", std::move(now)},
           {"checkpoint_iteration", std::move(checkpoint_iteration)},
           {"plan", std::move(plans)}};
-  if (keeps_history()) {
+  if (history) {
     out["history_count"] = std::move(history_count);
     out["history_t"] = std::move(history_t);
     out["history_score"] = std::move(history_score);
