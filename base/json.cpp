@@ -1,5 +1,7 @@
 #include "base/json.h"
 
+#include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -112,6 +114,101 @@ std::string one_line(std::string_view text, size_t max_bytes) {
     }
   }
   if (cut) out += "...";
+  return out;
+}
+
+namespace {
+
+void append_json_string(std::string& out, const std::string& text) {
+  bool plain = true;
+  for (char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte < 0x20 || byte >= 0x7f || c == '"' || c == '\\') {
+      plain = false;
+      break;
+    }
+  }
+  if (!plain) {  // escapes and UTF-8 (checked, replaced where invalid): nlohmann's
+    out += Json(text).dump(-1, ' ', false, Json::error_handler_t::replace);
+    return;
+  }
+  out += '"';
+  out += text;
+  out += '"';
+}
+
+template <class T>
+void append_number(std::string& out, T value) {
+  char buffer[32];
+  const auto end = std::to_chars(buffer, buffer + sizeof buffer, value).ptr;
+  out.append(buffer, end);
+}
+
+void append_json(std::string& out, const Json& value) {
+  switch (value.type()) {
+    case Json::value_t::object: {
+      out += '{';
+      bool first = true;
+      for (const auto& [key, member] : value.get_ref<const Json::object_t&>()) {
+        if (!first) out += ',';
+        first = false;
+        append_json_string(out, key);
+        out += ':';
+        append_json(out, member);
+      }
+      out += '}';
+      return;
+    }
+    case Json::value_t::array: {
+      out += '[';
+      bool first = true;
+      for (const Json& item : value.get_ref<const Json::array_t&>()) {
+        if (!first) out += ',';
+        first = false;
+        append_json(out, item);
+      }
+      out += ']';
+      return;
+    }
+    case Json::value_t::string:
+      append_json_string(out, value.get_ref<const std::string&>());
+      return;
+    case Json::value_t::boolean:
+      out += value.get<bool>() ? "true" : "false";
+      return;
+    case Json::value_t::number_integer:
+      append_number(out, value.get<int64_t>());
+      return;
+    case Json::value_t::number_unsigned:
+      append_number(out, value.get<uint64_t>());
+      return;
+    case Json::value_t::number_float: {
+      const double number = value.get<double>();
+      if (!std::isfinite(number)) {
+        out += "null";
+        return;
+      }
+      const size_t start = out.size();
+      append_number(out, number);
+      if (out.find_first_of(".e", start) == std::string::npos) out += ".0";  // reads back as a float
+      return;
+    }
+    case Json::value_t::null:
+    case Json::value_t::discarded:
+      out += "null";
+      return;
+    case Json::value_t::binary:
+      out += value.dump(-1, ' ', false, Json::error_handler_t::replace);
+      return;
+  }
+}
+
+}  // namespace
+
+std::string dump_json(const Json& value) {
+  std::string out;
+  out.reserve(128);
+  append_json(out, value);
   return out;
 }
 

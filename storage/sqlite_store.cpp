@@ -229,6 +229,21 @@ class SqliteStore final : public Store {
     });
   }
 
+  void set_trial_status_and_result(int64_t trial_id, const std::string& status, double time, const std::string& error,
+                                   int64_t last_iteration, const Json& last_result) override {
+    guard("set_trial_status_and_result", [&] {
+      const std::string json = dump_json(last_result);
+      Use s(stmt(kSetTrialStatusAndResult));
+      s->bind(1, status);
+      s->bind(2, time);
+      s->bind(3, error);
+      s->bind(4, trial_id);
+      s->bind(5, last_iteration);
+      s->bindNoCopy(6, json);
+      if (s->exec() == 0) throw Error("store: no trial with id " + std::to_string(trial_id));
+    });
+  }
+
   std::vector<TrialRecord> trials(int64_t experiment_id) override {
     return guard("trials", [&] {
       std::vector<TrialRecord> out;
@@ -252,24 +267,27 @@ class SqliteStore final : public Store {
   int64_t add_result(int64_t trial_id, int64_t iteration, int attempt, const Json& metrics,
                      double time) override {
     return guard("add_result", [&] {
-      std::string json = dump(metrics);
-      int64_t id;
-      {
-        Use s(stmt(kInsertResult));
-        s->bind(1, trial_id);
-        s->bind(2, iteration);
-        s->bind(3, attempt);
-        s->bind(4, time);
-        s->bindNoCopy(5, json);
-        s->exec();
-        id = db_.getLastInsertRowid();
-      }
-      Use u(stmt(kUpdateLastResult));
-      u->bind(1, iteration);
-      u->bindNoCopy(2, json);
-      u->bind(3, trial_id);
-      u->exec();
+      const std::string json = dump_json(metrics);
+      const int64_t id = insert_result(trial_id, iteration, attempt, json, time);
+      update_last_result(trial_id, iteration, json);
       return id;
+    });
+  }
+
+  int64_t append_result(int64_t trial_id, int64_t iteration, int attempt, const Json& metrics,
+                        double time) override {
+    return guard("append_result", [&] { return insert_result(trial_id, iteration, attempt, dump_json(metrics), time); });
+  }
+
+  void set_last_result(int64_t trial_id, int64_t iteration, const Json& metrics) override {
+    guard("set_last_result", [&] { update_last_result(trial_id, iteration, dump_json(metrics)); });
+  }
+
+  void refresh_last_results(int64_t experiment_id) override {
+    guard("refresh_last_results", [&] {
+      Use s(stmt(kRefreshLastResults));
+      s->bind(1, experiment_id);
+      s->exec();
     });
   }
 
@@ -474,6 +492,25 @@ class SqliteStore final : public Store {
   }
 
  private:
+  int64_t insert_result(int64_t trial_id, int64_t iteration, int attempt, const std::string& json, double time) {
+    Use s(stmt(kInsertResult));
+    s->bind(1, trial_id);
+    s->bind(2, iteration);
+    s->bind(3, attempt);
+    s->bind(4, time);
+    s->bindNoCopy(5, json);
+    s->exec();
+    return db_.getLastInsertRowid();
+  }
+
+  void update_last_result(int64_t trial_id, int64_t iteration, const std::string& json) {
+    Use u(stmt(kUpdateLastResult));
+    u->bind(1, iteration);
+    u->bindNoCopy(2, json);
+    u->bind(3, trial_id);
+    u->exec();
+  }
+
   int64_t insert_trial(int64_t experiment_id, int64_t trial_index, const Json& config, std::optional<double> started) {
     int64_t trial_id;
     {

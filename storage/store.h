@@ -181,14 +181,31 @@ class Store {
   // TERMINATED/ERROR. `error` replaces the stored message when non-empty.
   virtual void set_trial_status(int64_t trial_id, const std::string& status, double time,
                                 const std::string& error = "") = 0;
+  // set_trial_status() and set_last_result() in one write of the row.
+  virtual void set_trial_status_and_result(int64_t trial_id, const std::string& status, double time,
+                                           const std::string& error, int64_t last_iteration,
+                                           const Json& last_result) = 0;
   // Replaces the trial's config (PBT explore) and its params rows.
   virtual void set_trial_config(int64_t trial_id, const Json& config) = 0;
   virtual std::vector<TrialRecord> trials(int64_t experiment_id) = 0;
   virtual std::optional<TrialRecord> trial(int64_t experiment_id, int64_t trial_index) = 0;
 
-  // --- results; also updates the trial's last_iteration / last_result.
+  // --- results
+  // Appends a result and makes it the trial's last_iteration / last_result.
   virtual int64_t add_result(int64_t trial_id, int64_t iteration, int attempt, const Json& metrics,
                              double time) = 0;
+  // Appends a result and leaves the trial's row as it is: the caller keeps
+  // the trial's last result and writes it with set_last_result(). The driver
+  // does so with every status change and at most every few seconds while the
+  // trial runs (docs/SCHEMA.md), which saves a row rewrite per result.
+  virtual int64_t append_result(int64_t trial_id, int64_t iteration, int attempt, const Json& metrics,
+                                double time) = 0;
+  virtual void set_last_result(int64_t trial_id, int64_t iteration, const Json& metrics) = 0;
+  // Sets last_iteration / last_result of every trial of the experiment that
+  // is neither TERMINATED nor ERROR to its latest result (the last one
+  // appended), where it has one: for a driver that resumes after one that
+  // died between two refreshes of those rows.
+  virtual void refresh_last_results(int64_t experiment_id) = 0;
   virtual std::vector<ResultRecord> results(int64_t trial_id) = 0;
 
   // --- checkpoints

@@ -51,6 +51,15 @@ constexpr const char* kSetTrialStatus =
     "                 WHEN ?1 = 'RUNNING' THEN NULL ELSE ended_at END,"
     " error = CASE WHEN ?3 <> '' THEN ?3 ELSE error END"
     " WHERE id = ?4";
+constexpr const char* kSetTrialStatusAndResult =
+    "UPDATE trials SET status = ?1,"
+    " started_at = CASE WHEN ?1 = 'RUNNING' THEN ?2 ELSE started_at END,"
+    " attempts = attempts + (?1 = 'RUNNING'),"
+    " ended_at = CASE WHEN ?1 IN ('TERMINATED', 'ERROR') THEN ?2"
+    "                 WHEN ?1 = 'RUNNING' THEN NULL ELSE ended_at END,"
+    " error = CASE WHEN ?3 <> '' THEN ?3 ELSE error END,"
+    " last_iteration = ?5, last_result_json = ?6"
+    " WHERE id = ?4";
 constexpr const char* kListTrials =
     "SELECT id, experiment_id, trial_index, status, config_json, attempts, error,"
     " last_iteration, last_result_json, created_at, started_at, ended_at FROM trials"
@@ -63,6 +72,12 @@ constexpr const char* kInsertResult =
     "INSERT INTO results(trial_id, iteration, attempt, time, metrics_json) VALUES (?,?,?,?,?)";
 constexpr const char* kUpdateLastResult =
     "UPDATE trials SET last_iteration = ?, last_result_json = ? WHERE id = ?";
+// Row values in an UPDATE: SQLite 3.15 and later (Debian 12 has 3.40).
+constexpr const char* kRefreshLastResults =
+    "UPDATE trials SET (last_iteration, last_result_json) ="
+    " (SELECT r.iteration, r.metrics_json FROM results r WHERE r.trial_id = trials.id ORDER BY r.id DESC LIMIT 1)"
+    " WHERE experiment_id = ? AND status NOT IN ('TERMINATED', 'ERROR')"
+    " AND EXISTS (SELECT 1 FROM results r WHERE r.trial_id = trials.id)";
 constexpr const char* kListResults =
     "SELECT id, trial_id, iteration, attempt, time, metrics_json FROM results"
     " WHERE trial_id = ? ORDER BY id";

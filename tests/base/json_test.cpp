@@ -1,6 +1,9 @@
 // parse_json: JSON from outside tune, bounded in nesting, never throwing.
 #include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
 
+#include <cmath>
+#include <limits>
 #include <sstream>
 #include <string>
 
@@ -11,6 +14,59 @@ namespace {
 
 std::string nested_arrays(int depth, const std::string& inside = "1") {
   return std::string(static_cast<size_t>(depth), '[') + inside + std::string(static_cast<size_t>(depth), ']');
+}
+
+// A random JSON value as results hold them: objects of numbers and strings,
+// some nesting, keys and strings with escapes and (invalid) UTF-8.
+Json arbitrary_json(int depth) {
+  const int kind = *rc::gen::inRange(0, depth > 0 ? 9 : 7);
+  switch (kind) {
+    case 0: return nullptr;
+    case 1: return *rc::gen::arbitrary<bool>();
+    case 2: return *rc::gen::arbitrary<int64_t>();
+    case 3: return *rc::gen::arbitrary<uint64_t>();
+    case 4: return *rc::gen::arbitrary<double>();  // rapidcheck's include NaN and infinities
+    case 5: return *rc::gen::element(0.0, -0.0, 1.0, 1e16, 1e-5, 123456789012.0, 0.1, 5e-324, 1.7976931348623157e308);
+    case 6: return *rc::gen::arbitrary<std::string>();
+    case 7: {
+      Json array = Json::array();
+      for (int n = *rc::gen::inRange(0, 4); n > 0; --n) array.push_back(arbitrary_json(depth - 1));
+      return array;
+    }
+    default: {
+      Json object = Json::object();
+      for (int n = *rc::gen::inRange(0, 6); n > 0; --n) {
+        object[*rc::gen::oneOf(rc::gen::element<std::string>("loss", "training_iteration", "a\"b", "caf\u00e9", "\x01"),
+                               rc::gen::arbitrary<std::string>())] = arbitrary_json(depth - 1);
+      }
+      return object;
+    }
+  }
+}
+
+// nlohmann's dump with invalid UTF-8 replaced, floats aside; the text reads
+// back to the same value (a float as the same double, still a float).
+RC_GTEST_PROP(DumpJson, ReadsBackToTheValueAndMatchesNlohmannButForFloats, ()) {
+  const Json value = arbitrary_json(3);
+  const std::string text = dump_json(value);
+  const std::string theirs = value.dump(-1, ' ', false, Json::error_handler_t::replace);
+  const Json back = Json::parse(text);
+  RC_ASSERT(back == Json::parse(theirs));
+  if (theirs.find_first_of(".eE") == std::string::npos) RC_ASSERT(text == theirs);
+}
+
+TEST(DumpJson, FloatsStayFloatsAndNonFiniteIsNull) {
+  EXPECT_EQ(dump_json(Json(1.0)), "1.0");
+  EXPECT_EQ(dump_json(Json(-0.0)), "-0.0");
+  EXPECT_EQ(dump_json(Json(0.1)), "0.1");
+  EXPECT_EQ(dump_json(Json(1e16)), "1e+16");
+  EXPECT_EQ(dump_json(Json(123456789012.0)), "123456789012.0");
+  EXPECT_EQ(dump_json(Json(std::nan(""))), "null");
+  EXPECT_EQ(dump_json(Json(-std::numeric_limits<double>::infinity())), "null");
+  EXPECT_TRUE(Json::parse(dump_json(Json(1e16))).is_number_float());
+  EXPECT_EQ(dump_json(Json({{"loss", 0.25}, {"n", 3}, {"tag", "a\"b\n"}, {"u", "\xff"}})),
+            "{\"loss\":0.25,\"n\":3,\"tag\":\"a\\\"b\\n\",\"u\":\"\xef\xbf\xbd\"}")
+      << "escapes as nlohmann writes them, invalid UTF-8 replaced by U+FFFD";
 }
 
 TEST(ParseJson, ReadsWhatNlohmannReads) {

@@ -295,6 +295,49 @@ TEST_F(StoreResults, ResultsRoundTripInOrderAndUpdateTheLastResult) {
   EXPECT_EQ(t->last_result, Json({{"loss", 0.9}}));
 }
 
+// append_result leaves the trial's row to set_last_result; a resume's
+// refresh_last_results brings the rows of unfinished trials up to their
+// latest result (by insertion, not by iteration) and leaves the rest.
+TEST_F(StoreResults, AppendedResultsReachTheTrialRowOnlyWhenSetOrRefreshed) {
+  const int64_t running = store->add_started_trial(exp_id, 0, {{"x", 1}}, 10.0);
+  const int64_t done = store->add_started_trial(exp_id, 1, {{"x", 2}}, 10.0);
+  const int64_t paused = store->add_started_trial(exp_id, 2, {{"x", 3}}, 10.0);
+  store->add_trial(exp_id, 3, {{"x", 4}});
+  store->append_result(running, 1, 1, {{"loss", 0.5}}, 11.0);
+  store->set_last_result(running, 1, {{"loss", 0.5}});
+  store->append_result(running, 2, 1, {{"loss", 0.4}}, 12.0);
+  store->append_result(running, 1, 2, {{"loss", 0.45}}, 13.0);  // a restart from the beginning
+  EXPECT_EQ(store->results(running).size(), 3u);
+  EXPECT_EQ(store->trial(exp_id, 0)->last_iteration, 1);
+  EXPECT_EQ(store->trial(exp_id, 0)->last_result, Json({{"loss", 0.5}}));
+  store->append_result(done, 1, 1, {{"loss", 0.3}}, 11.0);
+  store->set_last_result(done, 1, {{"loss", 0.3}});
+  store->set_trial_status(done, kTerminated, 12.0);
+  store->append_result(done, 2, 1, {{"loss", 0.2}}, 13.0);  // not the driver's way: shows what is left alone
+  store->append_result(paused, 3, 1, {{"loss", 0.7}}, 11.0);
+  store->set_trial_status_and_result(paused, kPaused, 12.0, "slow", 3, {{"loss", 0.7}});
+  const auto paused_row = store->trial(exp_id, 2);
+  EXPECT_EQ(paused_row->status, kPaused);
+  EXPECT_EQ(paused_row->error, "slow");
+  EXPECT_EQ(paused_row->attempts, 1);
+  EXPECT_EQ(paused_row->last_iteration, 3);
+  EXPECT_EQ(paused_row->last_result, Json({{"loss", 0.7}})) << "status and last result in one write";
+  EXPECT_THROW(store->set_trial_status_and_result(424242, kPaused, 12.0, "", 1, Json::object()), Error);
+
+  store->refresh_last_results(exp_id);
+  EXPECT_EQ(store->trial(exp_id, 0)->last_iteration, 1);
+  EXPECT_EQ(store->trial(exp_id, 0)->last_result, Json({{"loss", 0.45}})) << "the latest, not the highest iteration";
+  EXPECT_EQ(store->trial(exp_id, 1)->last_result, Json({{"loss", 0.3}})) << "a finished trial's row is final";
+  EXPECT_EQ(store->trial(exp_id, 2)->last_iteration, 3);
+  EXPECT_EQ(store->trial(exp_id, 3)->last_iteration, 0) << "no results: untouched";
+  EXPECT_TRUE(store->trial(exp_id, 3)->last_result.is_null());
+  const int64_t other = store->create_experiment(experiment("other"));
+  const int64_t elsewhere = store->add_started_trial(other, 0, {{"x", 1}}, 10.0);
+  store->append_result(elsewhere, 1, 1, {{"loss", 0.1}}, 11.0);
+  store->refresh_last_results(exp_id);
+  EXPECT_EQ(store->trial(other, 0)->last_iteration, 0) << "another experiment's trials are not touched";
+}
+
 TEST_F(StoreResults, NonFiniteMetricsAreStoredAsNull) {
   int64_t trial = store->add_trial(exp_id, 0, Json::object());
   double nan = std::numeric_limits<double>::quiet_NaN();

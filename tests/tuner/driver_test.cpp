@@ -356,6 +356,75 @@ TEST(DriverInterrupt, RequeuesRunningTrialsAndResumeRestartsThemFromTheirCheckpo
   EXPECT_EQ(resumed.fake->latest(2)->attempt.attempt, 1) << "the searcher goes on with trial 2";
 }
 
+// A result appends a results row only; the trial's row (last_iteration,
+// last_result_json) follows at most TrialState::kRowRefreshS later while the
+// trial runs (counted from its start), in the same write as every status
+// change, and a resume after a driver that died between two refreshes brings
+// it up to the results.
+TEST(DriverTrialRow, LagsItsResultsByAtMostTheRefreshAndIsExactAtEveryStatusChange) {
+  TempDir store;
+  const double refresh = internal::TrialState::kRowRefreshS;
+  auto results_of = [&](Harness& h, int64_t index) { return h.driver->store().results(h.trial(index).id); };
+  {
+    Harness h(store.path());
+    h.open(spec_of(2), 2, std::make_unique<ScriptedScheduler>(std::map<int64_t, std::deque<TrialDecision>>{
+                              {1, {TrialDecision::next(), TrialDecision::next(), TrialDecision::pause()}}}));
+    ASSERT_TRUE(h.step());
+    h.fake->report({0, 1}, {{"loss", 0.9}});
+    h.fake->report({1, 1}, {{"loss", 0.8}});
+    ASSERT_TRUE(h.step());
+    EXPECT_EQ(h.trial(0).last_iteration, 0) << "within the refresh: the results table only";
+    EXPECT_TRUE(h.trial(0).last_result.is_null());
+    ASSERT_EQ(results_of(h, 0).size(), 1u);
+    h.clock.advance(refresh / 2);
+    h.fake->report({0, 1}, {{"loss", 0.7}});
+    h.fake->report({1, 1}, {{"loss", 0.6}});
+    ASSERT_TRUE(h.step());
+    EXPECT_EQ(h.trial(0).last_iteration, 0);
+    ASSERT_EQ(results_of(h, 0).size(), 2u);
+    EXPECT_EQ(results_of(h, 0).back().metrics.at("loss"), 0.7);
+    h.fake->report({1, 1}, {{"loss", 0.5}});  // trial 1's third result: the scheduler pauses it
+    ASSERT_TRUE(h.step());
+    EXPECT_EQ(h.status(1), kPaused);
+    EXPECT_EQ(h.trial(1).last_iteration, 3) << "a status change writes the last result with it";
+    EXPECT_EQ(h.trial(1).last_result.at("loss"), 0.5);
+    h.clock.advance(refresh / 2 + 0.01);
+    h.fake->report({0, 1}, {{"loss", 0.4}});
+    ASSERT_TRUE(h.step());
+    EXPECT_EQ(h.trial(0).last_iteration, 3) << "the refresh is due";
+    EXPECT_EQ(h.trial(0).last_result.at("loss"), 0.4);
+    EXPECT_EQ(h.trial(0).last_result.at("training_iteration"), 3);
+    h.fake->report({0, 1}, {{"loss", 0.3}});
+    ASSERT_TRUE(h.step());
+    EXPECT_EQ(h.trial(0).last_iteration, 3);
+    EXPECT_EQ(results_of(h, 0).size(), 4u);
+  // The driver stops here without finishing (an exception left its loop):
+    // trial 0's row is a result behind.
+  }
+  {
+    auto before = Store::open(store.path());
+    const auto trial0 = before->trial(before->find_experiment("fake")->id, 0);
+    EXPECT_EQ(trial0->status, kRunning);
+    EXPECT_EQ(trial0->last_iteration, 3);
+  }
+  Harness resumed(store.path());
+  auto stored = Store::open(store.path())->find_experiment("fake");
+  resumed.open(SweepSpec::from_json(stored->spec), 2, std::make_unique<ScriptedScheduler>(), /*resume=*/true);
+  EXPECT_EQ(resumed.trial(0).last_iteration, 4) << "the resume brings the row up to the results";
+  EXPECT_EQ(resumed.trial(0).last_result.at("loss"), 0.3);
+  EXPECT_EQ(resumed.trial(1).last_iteration, 3);
+  ASSERT_TRUE(resumed.step());
+  const auto* restarted = resumed.fake->latest(0);
+  ASSERT_NE(restarted, nullptr);
+  resumed.fake->report(restarted->attempt, {{"loss", 0.2}});  // no checkpoint: iteration 1 again
+  ASSERT_TRUE(resumed.step());
+  resumed.fake->end(restarted->attempt, false);
+  ASSERT_TRUE(resumed.step());
+  EXPECT_EQ(resumed.status(0), kTerminated);
+  EXPECT_EQ(resumed.trial(0).last_iteration, 1) << "the row holds the latest result, not the highest iteration";
+  EXPECT_EQ(resumed.trial(0).last_result.at("loss"), 0.2);
+}
+
 TEST(DriverEvents, StaleResultsGetStopAndRecordNothing) {
   Harness h;
   h.open(spec_of(1), 1, std::make_unique<ScriptedScheduler>(std::map<int64_t, std::deque<TrialDecision>>{

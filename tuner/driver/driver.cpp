@@ -162,6 +162,9 @@ void Driver::load_experiment() {
     for (const Json& part : store_->scheduler_state_parts(experiment_.id)) scheduler.restore_state(part);
   }
   scheduler_state_stored_ = restored_scheduler;
+  // A driver that died left unfinished trials' rows up to
+  // TrialState::kRowRefreshS behind their results.
+  store_->refresh_last_results(experiment_.id);
   std::vector<Observation> observations;
   std::map<int64_t, int64_t> exploits;  // trial row -> exploits so far
   for (const ExploitRecord& exploit : store_->exploits(experiment_.id)) exploits[exploit.trial_id] += 1;
@@ -307,8 +310,9 @@ void Driver::start(TrialState& trial, const Placement& placement) {
   if (trial.row == 0) {  // a new trial (next_trial()): its first row
     trial.row = store_->add_started_trial(experiment_.id, trial.index, trial.config, clock_.unix_time());
   } else {
-    store_->set_trial_status(trial.row, kRunning, clock_.unix_time());
+    set_status(trial, kRunning, clock_.unix_time());
   }
+  trial.row_saved_at = clock_.now();  // its results reach the row from kRowRefreshS on
   Json hosts = Json::array();
   for (const auto& share : placement.hosts) hosts.push_back(share.host.empty() ? std::string("localhost") : share.host);
   store_->add_event(experiment_.id, trial.row, "trial_started",

@@ -47,6 +47,15 @@ struct TrialState {
   double time_before_attempt = 0;               // seconds run in earlier attempts
   std::optional<Checkpoint> checkpoint;
   Json last_result;
+  // The trial's row (last_iteration, last_result_json) is written with every
+  // status change (in the same UPDATE) and, while the trial runs, at most
+  // every kRowRefreshS from its start (Driver::set_status, on_result): most
+  // results append a results row only, and a trial that ends within
+  // kRowRefreshS writes its row once. unsaved_iteration: the iteration of a
+  // last result the row does not hold yet (0: it holds it).
+  static constexpr double kRowRefreshS = 5.0;
+  int64_t unsaved_iteration = 0;
+  double row_saved_at = -INFINITY;  // clock.now()
   std::string error;
   // A final trial's config and last result, packed (CBOR) once nothing but
   // the ResultGrid and the progress table reads them: the driver keeps every
@@ -136,6 +145,8 @@ class Driver {
   bool running(const TrialState& trial) const { return lifecycle_.status(trial.index) == TrialStatus::kRunning; }
   void apply(TrialState& trial, const TrialDecision& decision);
   void leave_running(TrialState& trial);
+  // The trial's status in the store, with its last result if the row lags.
+  void set_status(TrialState& trial, const char* status, double unix_time, const std::string& error = "");
   void terminate(TrialState& trial);
   void settle(TrialState& trial);
   void pause(TrialState& trial);

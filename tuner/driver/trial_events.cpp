@@ -103,7 +103,14 @@ Verdict Driver::on_result(TrialState& trial, TrialEvent& event) {
   trial.last_report = now;
   trial.last_result = std::move(result);  // kept, not copied: the rest reads it there
   const Json& kept = trial.last_result;
-  store_->add_result(trial.row, trial.iteration, trial.attempt, kept, unix_now);
+  if (now - trial.row_saved_at >= TrialState::kRowRefreshS) {  // the trial's row too
+    store_->add_result(trial.row, trial.iteration, trial.attempt, kept, unix_now);
+    trial.unsaved_iteration = 0;
+    trial.row_saved_at = now;
+  } else {
+    store_->append_result(trial.row, trial.iteration, trial.attempt, kept, unix_now);
+    trial.unsaved_iteration = trial.iteration;
+  }
   if (!event.checkpoint.empty()) record_checkpoint(trial, event.checkpoint);
   if (!event.message.empty()) {  // a checkpoint that did not arrive whole
     store_->add_event(experiment_.id, trial.row, "checkpoint_failed", {{"message", event.message}}, unix_now);
@@ -202,6 +209,16 @@ void Driver::apply(TrialState& trial, const TrialDecision& decision) {
   }
 }
 
+void Driver::set_status(TrialState& trial, const char* status, double unix_time, const std::string& error) {
+  if (trial.unsaved_iteration == 0) {
+    store_->set_trial_status(trial.row, status, unix_time, error);
+    return;
+  }
+  store_->set_trial_status_and_result(trial.row, status, unix_time, error, trial.unsaved_iteration, trial.last_result);
+  trial.unsaved_iteration = 0;
+  trial.row_saved_at = clock_.now();
+}
+
 // The trial's running attempt is over for it (its process may still be
 // stopping): its time so far is banked.
 void Driver::leave_running(TrialState& trial) {
@@ -212,7 +229,7 @@ void Driver::leave_running(TrialState& trial) {
 void Driver::terminate(TrialState& trial) {
   leave_running(trial);
   lifecycle_.terminate(trial.index);
-  store_->set_trial_status(trial.row, kTerminated, clock_.unix_time());
+  set_status(trial, kTerminated, clock_.unix_time());
   sweep_.searcher->on_complete({trial.index, trial.config, trial.last_result, false});
   sweep_.scheduler->on_trial_complete(trial.index, trial.last_result);
   settle(trial);
@@ -222,7 +239,7 @@ void Driver::pause(TrialState& trial) {
   leave_running(trial);
   state_changed_ = true;
   lifecycle_.pause(trial.index);
-  store_->set_trial_status(trial.row, kPaused, clock_.unix_time());
+  set_status(trial, kPaused, clock_.unix_time());
 }
 
 // PBT: the trial continues from a copy of the donor's latest checkpoint with
@@ -267,14 +284,14 @@ void Driver::exploit(TrialState& trial, const TrialDecision& decision) {
   trial.checkpoint = Checkpoint{copy.string(), restored};
   sweep_.scheduler->on_checkpoint(trial.index, restored);
   lifecycle_.retry(trial.index);  // first in line
-  store_->set_trial_status(trial.row, kPending, now);
+  set_status(trial, kPending, now);
 }
 
 // Interrupted, not finished: left PENDING so `tune resume` restarts it.
 void Driver::requeue(TrialState& trial) {
   leave_running(trial);
   lifecycle_.requeue(trial.index);
-  store_->set_trial_status(trial.row, kPending, clock_.unix_time());
+  set_status(trial, kPending, clock_.unix_time());
 }
 
 void Driver::fail(TrialState& trial, const std::string& message, bool host_lost,
@@ -297,11 +314,11 @@ void Driver::fail(TrialState& trial, const std::string& message, bool host_lost,
                      {"restore_iteration", trial.checkpoint ? trial.checkpoint->iteration : 0}}, now);
   if (retry) {
     lifecycle_.retry(trial.index);  // first in line
-    store_->set_trial_status(trial.row, kPending, now, message);
+    set_status(trial, kPending, now, message);
     return;
   }
   lifecycle_.fail(trial.index);
-  store_->set_trial_status(trial.row, kError, now, message);
+  set_status(trial, kError, now, message);
   sweep_.searcher->on_complete({trial.index, trial.config, trial.last_result, true});
   sweep_.scheduler->on_trial_error(trial.index);
   settle(trial);
