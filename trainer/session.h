@@ -52,7 +52,9 @@ class Session {
   virtual int64_t trial_index() const = 0;
   // "trial_00007": also the trial's folder name under the experiment dir.
   virtual std::string trial_name() const = 0;
-  // The trial's own directory (exists), for logs and checkpoints.
+  // The trial's own directory, for logs and checkpoints; it exists once this
+  // returns (an in-process trial's is made on the first call: one that keeps
+  // no files makes none). Throws tune::Error when it cannot be made.
   virtual const std::string& trial_dir() const = 0;
 
   // Results reported so far (continues from a restored checkpoint's iteration).

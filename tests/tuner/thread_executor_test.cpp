@@ -61,35 +61,61 @@ TEST(ThreadExecutor, MakesAThreadPerRunningAttemptAndReusesIt) {
   executor.shutdown();
 }
 
-// The trial's folder is made on the trial's thread, before its function runs
-// (the driver leaves it to the executor); one that cannot be made fails the
-// trial with a line that names it.
-TEST(ThreadExecutor, MakesTheTrialsFolderBeforeTheTrialRuns) {
+// The trial's folder is made on the trial's thread when its function first
+// asks for it (trial_dir() or a checkpoint's folder), so a trial that keeps
+// no files makes none; one that cannot be made fails the trial that asked,
+// with a line that names it, and not a trial that never asks.
+TEST(ThreadExecutor, MakesTheTrialsFolderWhenTheTrialFirstAsksForIt) {
   tune::testing::TempDir dir;
   EventSink sink;
   FakeClock clock;
   ThreadExecutor executor(sink, clock, [](Session& s) {
-    s.report({{"loss", 1.0}, {"had_folder", std::filesystem::is_directory(s.trial_dir())}});
+    const std::string asks = s.config().value("asks", "");
+    if (asks == "folder") {
+      s.report({{"had_folder", std::filesystem::is_directory(s.trial_dir())}});
+    } else if (asks == "checkpoint") {
+      const std::string checkpoint = s.make_checkpoint_dir();
+      s.report({{"had_folder", std::filesystem::is_directory(checkpoint)}}, checkpoint);
+    } else {
+      s.report({{"had_folder", false}});
+    }
   });
-  TrialStart trial = trial_of(0);
-  trial.trial_dir = dir.path() + "/exp/trial_00000";
-  executor.start({0, 1}, trial, Placement{});
-  auto result = take(sink, 1);
-  ASSERT_EQ(result.size(), 1u);
-  ASSERT_EQ(result[0].kind, TrialEvent::Kind::kResult);
-  EXPECT_EQ(result[0].metrics.at("had_folder"), true);
-  result[0].reply(Verdict::kStop);
-  take(sink, 1);
+  auto run = [&](int64_t index, const std::string& asks, const std::string& folder) {
+    TrialStart trial = trial_of(index);
+    trial.config = {{"asks", asks}};
+    trial.trial_dir = folder;
+    executor.start({index, 1}, trial, Placement{});
+    auto events = take(sink, 1);
+    EXPECT_EQ(events.size(), 1u);
+    if (events.empty() || events[0].kind != TrialEvent::Kind::kResult) return events;
+    events[0].reply(Verdict::kStop);
+    auto ended = take(sink, 1);
+    events.insert(events.end(), ended.begin(), ended.end());
+    return events;
+  };
+  const std::string exp = dir.path() + "/exp";
+  auto nothing = run(0, "nothing", exp + "/trial_00000");
+  ASSERT_EQ(nothing.size(), 2u);
+  EXPECT_EQ(nothing[1].kind, TrialEvent::Kind::kEnded);
+  EXPECT_FALSE(std::filesystem::exists(exp + "/trial_00000")) << "a trial that keeps no files makes no folder";
+  auto folder = run(1, "folder", exp + "/trial_00001");
+  ASSERT_EQ(folder.size(), 2u);
+  EXPECT_EQ(folder[0].metrics.at("had_folder"), true) << "trial_dir() exists once it returns";
+  auto checkpoint = run(2, "checkpoint", exp + "/trial_00002");
+  ASSERT_EQ(checkpoint.size(), 2u);
+  EXPECT_EQ(checkpoint[0].metrics.at("had_folder"), true);
+  EXPECT_TRUE(std::filesystem::is_directory(exp + "/trial_00002"));
 
   dir.write("file", "not a folder");
-  TrialStart blocked = trial_of(1);
-  blocked.trial_dir = dir.path() + "/file/trial_00001";
-  executor.start({1, 1}, blocked, Placement{});
-  auto failed = take(sink, 1);
+  const std::string blocked = dir.path() + "/file/trial_00003";
+  auto failed = run(3, "folder", blocked);
   ASSERT_EQ(failed.size(), 1u);
   EXPECT_EQ(failed[0].kind, TrialEvent::Kind::kFailed);
-  EXPECT_NE(failed[0].message.find("cannot make the trial's folder " + blocked.trial_dir), std::string::npos)
+  EXPECT_NE(failed[0].message.find("cannot make the trial's folder " + blocked), std::string::npos)
       << failed[0].message;
+  auto untouched = run(4, "nothing", dir.path() + "/file/trial_00004");
+  ASSERT_EQ(untouched.size(), 2u);
+  EXPECT_EQ(untouched[1].kind, TrialEvent::Kind::kEnded) << "a trial that never asks does not fail for it";
   executor.shutdown();
 }
 
