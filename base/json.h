@@ -104,8 +104,9 @@ Json read_json_file(const std::string& path, size_t max_bytes = kMaxJsonFileByte
 // writes), the same text apart from how a float is spelt: the shortest one
 // that reads back to the same double (std::to_chars), always with a '.' or an
 // exponent so that it reads back as a float; NaN and infinities as null, as
-// nlohmann writes them. About 3x faster than nlohmann's dump on the flat
-// objects of numbers that results are (plain ASCII strings are copied whole).
+// nlohmann writes them. Every JSON column of the store is written so: on a
+// result's metrics it takes 5.5k instructions against nlohmann's 8.1k
+// (plain ASCII strings are copied whole).
 std::string dump_json(const Json& value);
 
 // `text` for a one-line message or a store's text column: control bytes and

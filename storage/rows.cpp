@@ -11,7 +11,7 @@ double now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-std::string dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
+std::string dump(const Json& j) { return dump_json(j); }
 
 void bind_json_or_null(SQLite::Statement& s, int index, const Json& j) {
   if (j.is_null()) {

@@ -13,8 +13,9 @@ namespace tune::storage_internal {
 
 double now();  // unix seconds
 
-// Compact; invalid UTF-8 is replaced rather than failing a whole batch.
-// NaN and infinities become null (JSON has no spelling for them).
+// Compact (dump_json, base/json.h); invalid UTF-8 is replaced rather than
+// failing a whole batch. NaN and infinities become null (JSON has no
+// spelling for them).
 std::string dump(const Json& j);
 
 // One use of a cached statement: a clean start, and reset on the way out
