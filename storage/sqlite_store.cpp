@@ -219,28 +219,14 @@ class SqliteStore final : public Store {
 
   void set_trial_status(int64_t trial_id, const std::string& status, double time,
                         const std::string& error) override {
-    guard("set_trial_status", [&] {
-      Use s(stmt(kSetTrialStatus));
-      s->bind(1, status);
-      s->bind(2, time);
-      s->bind(3, error);
-      s->bind(4, trial_id);
-      if (s->exec() == 0) throw Error("store: no trial with id " + std::to_string(trial_id));
-    });
+    guard("set_trial_status", [&] { update_status(trial_id, status, time, error, nullptr, nullptr); });
   }
 
   void set_trial_status_and_result(int64_t trial_id, const std::string& status, double time, const std::string& error,
                                    int64_t last_iteration, const Json& last_result) override {
     guard("set_trial_status_and_result", [&] {
       const std::string json = dump_json(last_result);
-      Use s(stmt(kSetTrialStatusAndResult));
-      s->bind(1, status);
-      s->bind(2, time);
-      s->bind(3, error);
-      s->bind(4, trial_id);
-      s->bind(5, last_iteration);
-      s->bindNoCopy(6, json);
-      if (s->exec() == 0) throw Error("store: no trial with id " + std::to_string(trial_id));
+      update_status(trial_id, status, time, error, &last_iteration, &json);
     });
   }
 
@@ -492,6 +478,21 @@ class SqliteStore final : public Store {
   }
 
  private:
+  // kSetTrialStatus; the last iteration and result too when given.
+  void update_status(int64_t trial_id, const std::string& status, double time, const std::string& error,
+                     const int64_t* last_iteration, const std::string* last_result_json) {
+    Use s(stmt(kSetTrialStatus));
+    s->bind(1, status);
+    s->bind(2, time);
+    s->bind(3, error);
+    s->bind(4, trial_id);
+    if (last_iteration) {
+      s->bind(5, *last_iteration);
+      s->bindNoCopy(6, *last_result_json);
+    }
+    if (s->exec() == 0) throw Error("store: no trial with id " + std::to_string(trial_id));
+  }
+
   int64_t insert_result(int64_t trial_id, int64_t iteration, int attempt, const std::string& json, double time) {
     Use s(stmt(kInsertResult));
     s->bind(1, trial_id);

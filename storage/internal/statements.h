@@ -43,22 +43,16 @@ constexpr const char* kReleaseLease =
     "DELETE FROM driver_leases WHERE experiment_id = ? AND host = ? AND pid = ? AND started_at = ?";
 // ?1 status, ?2 time, ?3 error ('' keeps the old one), ?4 id. A start clears
 // ended_at so a retried trial does not look finished while it runs.
+// ?5 / ?6: the trial's last iteration and result, or NULL to keep them.
 constexpr const char* kSetTrialStatus =
     "UPDATE trials SET status = ?1,"
     " started_at = CASE WHEN ?1 = 'RUNNING' THEN ?2 ELSE started_at END,"
     " attempts = attempts + (?1 = 'RUNNING'),"
     " ended_at = CASE WHEN ?1 IN ('TERMINATED', 'ERROR') THEN ?2"
     "                 WHEN ?1 = 'RUNNING' THEN NULL ELSE ended_at END,"
-    " error = CASE WHEN ?3 <> '' THEN ?3 ELSE error END"
-    " WHERE id = ?4";
-constexpr const char* kSetTrialStatusAndResult =
-    "UPDATE trials SET status = ?1,"
-    " started_at = CASE WHEN ?1 = 'RUNNING' THEN ?2 ELSE started_at END,"
-    " attempts = attempts + (?1 = 'RUNNING'),"
-    " ended_at = CASE WHEN ?1 IN ('TERMINATED', 'ERROR') THEN ?2"
-    "                 WHEN ?1 = 'RUNNING' THEN NULL ELSE ended_at END,"
     " error = CASE WHEN ?3 <> '' THEN ?3 ELSE error END,"
-    " last_iteration = ?5, last_result_json = ?6"
+    " last_iteration = COALESCE(?5, last_iteration),"
+    " last_result_json = CASE WHEN ?5 IS NULL THEN last_result_json ELSE ?6 END"
     " WHERE id = ?4";
 constexpr const char* kListTrials =
     "SELECT id, experiment_id, trial_index, status, config_json, attempts, error,"
