@@ -146,8 +146,12 @@ class Store {
   // database file, with its fsyncs) off the caller's thread, onto a thread of
   // the store's with a connection of its own, at SQLite's own pace (every
   // 1,000 WAL pages, and a second after the last commit); commits then never
-  // wait for one. A write store only; the driver calls it. Should that thread
-  // fall behind, a commit checkpoints itself once the WAL holds ~40 MiB.
+  // wait for one, but for the few frames written during the thread's last
+  // copy, which a commit copies itself once the WAL holds 2,000 pages (~8 MiB)
+  // so that the WAL starts over: under a writer that never pauses the thread
+  // alone never catches up. A write store only; the driver calls it. Should
+  // that thread fall behind, a commit checkpoints itself once the WAL holds
+  // ~40 MiB.
   virtual void checkpoint_in_background() {}
 
   // Transactions (nestable: only the outermost begin/commit reach SQLite).

@@ -58,12 +58,13 @@ struct Options {
   std::string scheduler = "asha";
   int checkpoint_every = 0;  // 0: PBT's perturbation interval, none for others
   std::string tmp;
+  std::string latency_log;  // when set: one line per answered result, "sent_s latency_ms"
 };
 
 [[noreturn]] void usage(const std::string& message) {
   std::cerr << "scale_bench: " << message
             << "\nusage: scale_bench [--trials N] [--hosts H] [--period S] [--seconds S] [--max-t T]"
-               " [--scheduler asha|pbt|fifo] [--checkpoint-every K] [--tmp DIR]\n";
+               " [--scheduler asha|pbt|fifo] [--checkpoint-every K] [--tmp DIR] [--latency-log FILE]\n";
   std::exit(2);
 }
 
@@ -84,6 +85,7 @@ Options parse(int argc, char** argv) {
       else if (a == "--scheduler") o.scheduler = value();
       else if (a == "--checkpoint-every") o.checkpoint_every = std::stoi(value());
       else if (a == "--tmp") o.tmp = value();
+      else if (a == "--latency-log") o.latency_log = value();
       else usage("unknown option " + a);
     } catch (const std::logic_error&) {
       usage("bad value for " + a);
@@ -150,9 +152,15 @@ class SimulatedCluster : public TrialExecutor {
     std::lock_guard<std::mutex> lock(mutex_);
     return latency_ms_;
   }
+  // When each answered result was sent (parallel to latencies()).
+  std::vector<SteadyClock::time_point> sent_times() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return sent_;
+  }
   void clear_latencies() {
     std::lock_guard<std::mutex> lock(mutex_);
     latency_ms_.clear();
+    sent_.clear();
   }
   int64_t results() const { return results_.load(); }
   // CPU seconds the simulated cluster's own thread has used (not the driver's).
@@ -249,6 +257,7 @@ class SimulatedCluster : public TrialExecutor {
     const auto now = SteadyClock::now();
     std::lock_guard<std::mutex> lock(mutex_);
     latency_ms_.push_back(std::chrono::duration<double, std::milli>(now - sent).count());
+    sent_.push_back(sent);
     auto it = attempts_.find(id);
     if (it == attempts_.end()) return;
     it->second.waiting = false;
@@ -270,6 +279,7 @@ class SimulatedCluster : public TrialExecutor {
   std::priority_queue<Due, std::vector<Due>, std::greater<Due>> due_;
   std::mt19937_64 rng_{7};
   std::vector<double> latency_ms_;
+  std::vector<SteadyClock::time_point> sent_;
   std::atomic<int> live_{0};
   std::atomic<int64_t> results_{0};
   bool stop_ = false;
@@ -346,6 +356,7 @@ int main(int argc, char** argv) {
     int live = 0;
     double ramp_s = 0;
     std::vector<double> latencies;
+    std::vector<SteadyClock::time_point> sent;
   } w;
   // The driver's CPU: every thread of the process (the driver's loop, the
   // store's, ...) less the simulated cluster's thread (the watcher sleeps).
@@ -374,7 +385,9 @@ int main(int argc, char** argv) {
     w.end = SteadyClock::now();
     w.results_end = cluster.load()->results();
     w.cpu_end = driver_cpu();
+    if (getenv("WAL_COPY")) { std::error_code e2; fs::copy_file(dir / "store" / "tune.db-wal", "/tmp/wal.copy", fs::copy_options::overwrite_existing, e2); fs::copy_file(dir / "store" / "tune.db", "/tmp/db.copy", fs::copy_options::overwrite_existing, e2); }
     w.latencies = cluster.load()->latencies();
+    w.sent = cluster.load()->sent_times();
     w.live = cluster.load()->live();
     w.rss_live = rss_kb();
     interrupt = 1;
@@ -386,6 +399,12 @@ int main(int argc, char** argv) {
   }
   watcher.join();
 
+  if (!o.latency_log.empty()) {
+    std::ofstream log(o.latency_log);
+    for (size_t i = 0; i < w.latencies.size() && i < w.sent.size(); ++i)
+      log << std::chrono::duration<double>(w.sent[i] - w.start).count() << " " << w.latencies[i] << "\n";
+    if (!log) std::cerr << "scale_bench: cannot write " << o.latency_log << "\n";
+  }
   const double elapsed = std::chrono::duration<double>(w.end - w.start).count();
   const double results = static_cast<double>(w.results_end - w.results_start);
   uintmax_t store_bytes = 0;

@@ -384,6 +384,33 @@ TEST(StoreCheckpoints, AThreadOfTheStoresCopiesTheWalBackWithoutTheCommits) {
   }
 }
 
+// A writer that commits without a pause never begins with the whole WAL
+// copied, so the WAL could not start over until it reached the 10,000 frames
+// where a commit copies it itself (~40 MiB, 5-8 ms of the driver's turn). Now
+// a commit that finds the thread's copy a few frames behind copies the rest,
+// and the WAL starts over near 2,000 frames.
+TEST(StoreCheckpoints, AWriterThatNeverPausesStillStartsTheWalOver) {
+  TempDir dir;
+  auto store = Store::open(dir.path());
+  store->checkpoint_in_background();
+  const int64_t experiment = store->create_experiment(named("busy"));
+  const int64_t trial = store->add_trial(experiment, 0, {{"x", 1}});
+  const std::string wal = Store::database_path(dir.path()) + "-wal";
+  constexpr uintmax_t kFrameBytes = 4096 + 24;
+  // ~3 frames a commit (a page of its own, the index, the header page):
+  // 4,000 commits write ~12,000 frames, past the commits' own threshold.
+  for (int i = 1; i <= 4000; ++i) {
+    Transaction txn(*store);
+    store->append_result(trial, i, 1, {{"loss", 1.0 / i}, {"pad", std::string(3000, 'x')}}, i);
+    txn.commit();
+  }
+  // The WAL file keeps the size of the longest WAL it held.
+  EXPECT_LT(fs::file_size(wal), 6000 * kFrameBytes) << "the WAL grew to " << fs::file_size(wal) / kFrameBytes
+                                                    << " frames before it started over";
+  store.reset();
+  EXPECT_EQ(Store::open(dir.path(), /*read_only=*/true)->results(trial).size(), 4000u);
+}
+
 TEST(StoreCheckpoints, AReadOnlyStoreStartsNoThread) {
   TempDir dir;
   Store::open(dir.path())->create_experiment(named("x"));
