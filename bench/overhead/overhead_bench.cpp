@@ -10,7 +10,9 @@
 //                                                         M ms sleep; vs. the ideal wall time and
 //                                                         vs. the same sleeps on bare threads
 //                                                         (--wait: every report() waits for its
-//                                                         commit, RunConfig::run_ahead off)
+//                                                         commit, RunConfig::run_ahead off;
+//                                                         --plain-sleeps: a sleep_for per step,
+//                                                         late wakes added up: see Work)
 //   overhead_bench results [--trials N] [--slots S] [--reports R]
 //                                                         N concurrent trials reporting R times
 //                                                         as fast as they can; rows counted in SQL
@@ -64,13 +66,14 @@ struct Options {
   uint64_t seed = 1;
   bool keep = false;
   bool wait = false;
+  bool plain_sleeps = false;
   std::string tmp;
 };
 
 [[noreturn]] void usage(const std::string& message) {
   std::cerr << "overhead_bench: " << message
             << "\nusage: overhead_bench trials|mpi|ideal|results|memory|store|parts [--trials N] [--slots S]"
-               " [--reports R] [--sleep-ms M] [--seed N] [--tmp DIR] [--keep] [--wait]\n";
+               " [--reports R] [--sleep-ms M] [--seed N] [--tmp DIR] [--keep] [--wait] [--plain-sleeps]\n";
   std::exit(2);
 }
 
@@ -92,6 +95,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--tmp") o.tmp = value();
     else if (a == "--keep") o.keep = true;
     else if (a == "--wait") o.wait = true;
+    else if (a == "--plain-sleeps") o.plain_sleeps = true;
     else usage("unknown option " + a);
   }
   return o;
@@ -256,17 +260,46 @@ tune::Json bench_mpi(const Options& o) {
   return out;
 }
 
-// The same work on bare threads: what the sleeps alone cost on this machine.
-double bare_threads_wall(long trials, int slots, long reports, double sleep_ms) {
+// A trial's work in `ideal`: steps of `step` each, timed as fixed work
+// rather than as sleeps. A sleep on this kind of VM wakes 0.1-0.3 ms late;
+// ten plain sleeps per trial made the trials themselves 1.5-3.5 % longer
+// than the ideal, tune or not. Here each step ends `step` of the trial's own
+// time after the previous one, so a late wake is taken out of the next step
+// (only the last step's stays in the trial), while time the trial spends
+// elsewhere (in report(): tune's) is added to the schedule, never absorbed.
+// --plain-sleeps: the old way, one sleep_for per step.
+class Work {
+ public:
+  Work(std::chrono::duration<double, std::milli> step, bool plain) : step_(step), plain_(plain) {}
+  void begin() { due_ = Clock::now(); }
+  void step() {
+    if (plain_) {
+      std::this_thread::sleep_for(step_);
+      return;
+    }
+    due_ += std::chrono::duration_cast<Clock::duration>(step_);
+    std::this_thread::sleep_until(due_);
+  }
+  // Time spent outside the work (from `since` to now): the schedule moves by it.
+  void outside(Clock::time_point since) { due_ += Clock::now() - since; }
+
+ private:
+  std::chrono::duration<double, std::milli> step_;
+  bool plain_;
+  Clock::time_point due_{};
+};
+
+// The same work on bare threads: what the steps alone cost on this machine.
+double bare_threads_wall(long trials, int slots, long reports, double sleep_ms, bool plain) {
   std::atomic<long> next{0};
   auto t0 = Clock::now();
   std::vector<std::thread> threads;
   for (int t = 0; t < slots; ++t) {
     threads.emplace_back([&] {
+      Work work(std::chrono::duration<double, std::milli>(sleep_ms), plain);
       while (next.fetch_add(1) < trials) {
-        for (long r = 0; r < reports; ++r) {
-          std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(sleep_ms));
-        }
+        work.begin();
+        for (long r = 0; r < reports; ++r) work.step();
       }
     });
   }
@@ -281,19 +314,19 @@ tune::Json bench_ideal(const Options& o) {
   const long reports = o.reports > 0 ? o.reports : 10;
   const double sleep_ms = o.sleep_ms;
   const double ideal = std::ceil(static_cast<double>(n) / slots) * reports * sleep_ms / 1000.0;
-  const double bare = bare_threads_wall(n, slots, reports, sleep_ms);
+  const double bare = bare_threads_wall(n, slots, reports, sleep_ms, o.plain_sleeps);
 
   TempStore store(o, "ideal");
   tune::SweepSpec spec = base_spec(o, "ideal", n);
-  const auto pause = std::chrono::duration<double, std::milli>(sleep_ms);
   // Where the time beyond the sleeps goes: inside report() (the round trip to
   // the driver, which commits before answering) vs. between trials.
   std::mutex mutex;
   std::vector<double> report_us, gap_us;
   double in_trial_s = 0;
   tune::Tuner tuner(
-      [&, reports, pause](tune::Session& s) {
+      [&, reports, sleep_ms](tune::Session& s) {
         const auto begin = Clock::now();
+        Work work(std::chrono::duration<double, std::milli>(sleep_ms), o.plain_sleeps);
         // A thread runs one trial after another: the gap since its last one.
         thread_local std::optional<Clock::time_point> last_end;
         if (last_end) {
@@ -303,11 +336,13 @@ tune::Json bench_ideal(const Options& o) {
         const double value = objective(s.config());
         std::vector<double> mine;
         mine.reserve(static_cast<size_t>(reports));
+        work.begin();
         for (long r = 1; r <= reports; ++r) {
-          std::this_thread::sleep_for(pause);
+          work.step();
           const auto t0 = Clock::now();
           s.report({{"loss", value / static_cast<double>(r)}});
           mine.push_back(seconds_since(t0) * 1e6);
+          work.outside(t0);
         }
         std::lock_guard<std::mutex> lock(mutex);
         report_us.insert(report_us.end(), mine.begin(), mine.end());
@@ -325,7 +360,7 @@ tune::Json bench_ideal(const Options& o) {
   for (double us : report_us) report_total_s += us / 1e6;
   tune::Json out = common(o, "overhead_over_ideal");
   out.update({{"trials", n}, {"slots", slots}, {"reports_per_trial", reports}, {"sleep_ms", sleep_ms},
-              {"run_ahead", !o.wait}, {"ideal_s", ideal}, {"bare_threads_s", bare}, {"wall_s", fit.wall_s},
+              {"run_ahead", !o.wait}, {"plain_sleeps", o.plain_sleeps}, {"ideal_s", ideal}, {"bare_threads_s", bare}, {"wall_s", fit.wall_s},
               {"overhead_pct", 100.0 * (fit.wall_s - ideal) / ideal},
               {"overhead_vs_bare_pct", 100.0 * (fit.wall_s - bare) / bare},
               {"report_us_mean", report_us.empty() ? 0.0 : report_total_s * 1e6 / report_us.size()},

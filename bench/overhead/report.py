@@ -168,6 +168,7 @@ def main():
     results = median(runs, "results", "results_per_s")
     ideal = median_run(runs, "ideal", "overhead_pct")
     waiting = median_run(runs, "ideal_waiting", "overhead_pct")
+    plain = median_run(runs, "ideal_plain", "overhead_pct")
     memory, memory_core, store = (first(runs, k) for k in ("memory", "memory_core", "store"))
     optuna_run = first(runs, "optuna")
 
@@ -192,6 +193,8 @@ def main():
         "overhead_over_ideal_pct": ideal and ideal["overhead_pct"],
         "overhead_over_bare_threads_pct": ideal and ideal["overhead_vs_bare_pct"],
         "overhead_over_ideal_every_report_waiting_pct": waiting and waiting["overhead_pct"],
+        "overhead_over_ideal_plain_sleeps_pct": plain and plain["overhead_pct"],
+        "bare_threads_plain_sleeps_wall_s": plain and plain["bare_threads_s"],
         "report_latency_us_p50": ideal and ideal["report_us_p50"],
         "report_latency_us_p99": ideal and ideal["report_us_p99"],
         "in_report_s_per_slot": ideal and ideal["in_report_s_per_slot"],
@@ -260,7 +263,10 @@ def main():
         if waiting:
             lines.append(head % ("   same, every report() waiting (run_ahead off)",
                                  fmt(waiting["overhead_pct"], "+.2f", " %"), "", "", "", ""))
-        lines.append(head % ("   over the same sleeps on bare threads (%.2f s)" % ideal["bare_threads_s"],
+        if plain:
+            lines.append(head % ("   same, steps as plain sleeps (bare threads %.2f s)" % plain["bare_threads_s"],
+                                 fmt(plain["overhead_pct"], "+.2f", " %"), "", "", "", ""))
+        lines.append(head % ("   over the same steps on bare threads (%.2f s)" % ideal["bare_threads_s"],
                              fmt(ideal["overhead_vs_bare_pct"], "+.2f", " %"), "", "", "", ""))
         lines.append(head % ("   report() round trip p50 / p99",
                              "%.0f / %.0f us" % (ideal["report_us_p50"], ideal["report_us_p99"]), "", "", "", ""))
@@ -318,7 +324,8 @@ def main():
             ("results_per_s_64_reporters", "results_64", "results_per_s"),
             ("results_per_s_512_reporters", "results_512", "results_per_s"),
             ("overhead_over_ideal_pct", "ideal", "overhead_pct"),
-            ("overhead_over_bare_threads_pct", "ideal", "overhead_vs_bare_pct"))},
+            ("overhead_over_bare_threads_pct", "ideal", "overhead_vs_bare_pct"),
+            ("overhead_over_ideal_plain_sleeps_pct", "ideal_plain", "overhead_pct"))},
         "runs": [dict(r, label=label) for label, rs in runs.items() for r in rs],
         "parts": parts,
     }

@@ -58,10 +58,13 @@ for i in $(seq "$REPEAT"); do
     --seed "$((SEED + i))"
 done
 # The overhead over the ideal: the median of IDEAL_REPEAT runs (and their range), each
-# beside a run with every report() waiting, so a box that drifts hits both alike.
+# beside a run with every report() waiting and one whose steps are plain sleeps (their late
+# wakes added up, as before 2026-11-30), so a box that drifts hits all three alike.
 for i in $(seq "$IDEAL_REPEAT"); do
   run ideal "$TUNE_BIN" ideal --trials "$IDEAL_TRIALS" --slots 2 --reports 10 --sleep-ms 10 --seed "$((SEED + i))"
   run ideal_waiting "$TUNE_BIN" ideal --trials "$IDEAL_TRIALS" --slots 2 --reports 10 --sleep-ms 10 --wait \
+    --seed "$((SEED + i))"
+  run ideal_plain "$TUNE_BIN" ideal --trials "$IDEAL_TRIALS" --slots 2 --reports 10 --sleep-ms 10 --plain-sleeps \
     --seed "$((SEED + i))"
 done
 run mpi_startup "$TUNE_BIN" mpi --trials 2 --slots 2 --seed "$SEED"

@@ -387,8 +387,9 @@ TEST(StoreCheckpoints, AThreadOfTheStoresCopiesTheWalBackWithoutTheCommits) {
 // A writer that commits without a pause never begins with the whole WAL
 // copied, so the WAL could not start over until it reached the 10,000 frames
 // where a commit copies it itself (~40 MiB, 5-8 ms of the driver's turn). Now
-// a commit that finds the thread's copy a few frames behind copies the rest,
-// and the WAL starts over near 2,000 frames.
+// the first commit after one of the thread's copies copies the few frames
+// written during it, and the WAL starts over near 2,000 frames (9,000: room
+// for a thread descheduled on a loaded box; the old way reached 10,000).
 TEST(StoreCheckpoints, AWriterThatNeverPausesStillStartsTheWalOver) {
   TempDir dir;
   auto store = Store::open(dir.path());
@@ -405,7 +406,7 @@ TEST(StoreCheckpoints, AWriterThatNeverPausesStillStartsTheWalOver) {
     txn.commit();
   }
   // The WAL file keeps the size of the longest WAL it held.
-  EXPECT_LT(fs::file_size(wal), 6000 * kFrameBytes) << "the WAL grew to " << fs::file_size(wal) / kFrameBytes
+  EXPECT_LT(fs::file_size(wal), 9000 * kFrameBytes) << "the WAL grew to " << fs::file_size(wal) / kFrameBytes
                                                     << " frames before it started over";
   store.reset();
   EXPECT_EQ(Store::open(dir.path(), /*read_only=*/true)->results(trial).size(), 4000u);
