@@ -7,6 +7,7 @@
 #include <SQLiteCpp/SQLiteCpp.h>
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -674,7 +675,11 @@ class SqliteStore final : public Store {
       if (sqlite3_wal_checkpoint_v2(db, nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr) == SQLITE_OK)
         copy_done_.store(true, std::memory_order_relaxed);
       lock.lock();
-      copied = frames;
+      // Counted from the copy's end: the frames written during a slow copy
+      // are the next commit's to copy once the WAL may start over, not a
+      // reason to begin another copy at once (which held the checkpoint lock
+      // against that commit, and the WAL grew on).
+      copied = std::max(frames, wal_frames_.load(std::memory_order_relaxed));
     }
     sqlite3_close(db);
   }
