@@ -385,7 +385,6 @@ int main(int argc, char** argv) {
     w.end = SteadyClock::now();
     w.results_end = cluster.load()->results();
     w.cpu_end = driver_cpu();
-    if (getenv("WAL_COPY")) { std::error_code e2; fs::copy_file(dir / "store" / "tune.db-wal", "/tmp/wal.copy", fs::copy_options::overwrite_existing, e2); fs::copy_file(dir / "store" / "tune.db", "/tmp/db.copy", fs::copy_options::overwrite_existing, e2); }
     w.latencies = cluster.load()->latencies();
     w.sent = cluster.load()->sent_times();
     w.live = cluster.load()->live();
