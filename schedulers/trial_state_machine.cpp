@@ -99,11 +99,11 @@ void TrialStateMachine::terminate(int64_t trial) {
 }
 
 void TrialStateMachine::fail(int64_t trial) {
-  move(trial, {TrialStatus::kRunning, TrialStatus::kPaused}, TrialStatus::kError, "fail");
+  move(trial, {TrialStatus::kRunning, TrialStatus::kPaused, TrialStatus::kPending}, TrialStatus::kError, "fail");
 }
 
 void TrialStateMachine::retry(int64_t trial) {
-  move(trial, {TrialStatus::kRunning, TrialStatus::kPaused}, TrialStatus::kPending, "retry");
+  move(trial, {TrialStatus::kRunning, TrialStatus::kPaused, TrialStatus::kPending}, TrialStatus::kPending, "retry");
   queue_seq_[trial] = --front_seq_;
   queued_[front_seq_] = trial;
   fresh_.push_back(trial);

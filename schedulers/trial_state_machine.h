@@ -9,7 +9,8 @@
 //     ▲ ▲               │ │  (resume: start) │
 //     │ └── requeue ────┘ ├─ terminate ──────┴──► TERMINATED
 //     └──── retry ────────┴─ fail ────────────────► ERROR
-//           (a failure with retries left, or an exploit: first in line)
+//           (a failure with retries left, or an exploit: first in line;
+//            PENDING may also retry or fail: an exploit's copy that failed)
 //
 // The owner does the rest of each move (the store's rows, the executor, the
 // searcher); the machine keeps the statuses and queues and refuses a move
@@ -53,8 +54,10 @@ class TrialStateMachine {
   void start(int64_t trial);      // PENDING | PAUSED -> RUNNING (leaves the queues)
   void pause(int64_t trial);      // RUNNING -> PAUSED (waits for the scheduler)
   void terminate(int64_t trial);  // RUNNING | PAUSED -> TERMINATED
-  void fail(int64_t trial);       // RUNNING | PAUSED -> ERROR
-  void retry(int64_t trial);      // RUNNING | PAUSED -> PENDING, first in line (a retry, an exploit)
+  // fail and retry also from PENDING: a trial waiting to start from an
+  // exploit's copy fails when the copy does (the driver copies off its loop).
+  void fail(int64_t trial);       // RUNNING | PAUSED | PENDING -> ERROR
+  void retry(int64_t trial);      // RUNNING | PAUSED | PENDING -> PENDING, first in line (a retry, an exploit)
   void requeue(int64_t trial);    // RUNNING -> PENDING, not queued (interrupted: a resume restarts it)
   // The trial's last attempt has ended (the driver tells it so): a queued or
   // paused trial next() found busy may now run.

@@ -55,8 +55,8 @@ TEST(TrialStateMachine, EachMoveGoesWhereTheLifecycleSaysAndNowhereElse) {
       {"start", &TrialStateMachine::start, {S::kPending, S::kPaused}, S::kRunning},
       {"pause", &TrialStateMachine::pause, {S::kRunning}, S::kPaused},
       {"terminate", &TrialStateMachine::terminate, {S::kRunning, S::kPaused}, S::kTerminated},
-      {"fail", &TrialStateMachine::fail, {S::kRunning, S::kPaused}, S::kError},
-      {"retry", &TrialStateMachine::retry, {S::kRunning, S::kPaused}, S::kPending},
+      {"fail", &TrialStateMachine::fail, {S::kRunning, S::kPaused, S::kPending}, S::kError},
+      {"retry", &TrialStateMachine::retry, {S::kRunning, S::kPaused, S::kPending}, S::kPending},
       {"requeue", &TrialStateMachine::requeue, {S::kRunning}, S::kPending},
   };
   for (const Move& move : moves) {
@@ -311,7 +311,7 @@ TEST(TrialStateMachine, ItRunsExactlyTheQueuedOrPausedTrialsWhoseAttemptsHaveEnd
       &TrialStateMachine::start, &TrialStateMachine::pause, &TrialStateMachine::terminate,
       &TrialStateMachine::fail, &TrialStateMachine::retry, &TrialStateMachine::requeue};
   int offers = 0, nonempty = 0, with_busy = 0, queued_checks = 0;
-  for (int run = 0; run < 100; ++run) {
+  for (int run = 0; run < 200; ++run) {  // 200: retry and fail from PENDING queue trials more often
     TrialStateMachine m;
     std::set<int64_t> live;  // trials with an attempt that has not ended
     const int64_t n = 12;

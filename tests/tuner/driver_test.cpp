@@ -3,7 +3,10 @@
 // criteria, interrupt and resume, stale events, and determinism.
 #include <gtest/gtest.h>
 
+#include <condition_variable>
 #include <deque>
+#include <memory>
+#include <mutex>
 #include <filesystem>
 #include <fstream>
 
@@ -11,6 +14,7 @@
 #include "tuner_test_util.h"
 #include "schedulers/scheduler.h"
 #include "storage/store.h"
+#include "tuner/driver/checkpoints.h"
 #include "tuner/driver/driver_impl.h"
 #include "tuner/driver/prepare.h"
 
@@ -216,11 +220,17 @@ TEST(DriverExploit, RestartsTheTrialFromACopyOfTheDonorsCheckpointWithTheNewConf
                                       {1, {TrialDecision::exploit(0, {{"x", 0.25}})}}}));
   ASSERT_TRUE(h.step());
   ASSERT_EQ(h.fake->started.size(), 2u);
+  const Json own = h.trial(1).config;
   h.fake->report({0, 1}, {{"loss", 0.1}}, h.checkpoint("c0", "donor"));
   h.fake->report({1, 1}, {{"loss", 0.9}}, h.checkpoint("c1", "mine"));
   ASSERT_TRUE(h.step());
   EXPECT_EQ(h.fake->verdict({0, 1}), Verdict::kContinue);
   EXPECT_EQ(h.fake->verdict({1, 1}), Verdict::kStop);
+  EXPECT_EQ(h.status(1), kPending);
+  // The copy is made off the loop; the exploit is recorded once it is whole.
+  EXPECT_TRUE(h.driver->store().exploits(h.driver->experiment_id()).empty());
+  EXPECT_EQ(h.trial(1).config, own) << "its own config until then";
+  ASSERT_TRUE(h.step_until([&] { return !h.driver->store().exploits(h.driver->experiment_id()).empty(); }));
   EXPECT_EQ(h.trial(1).config, (Json{{"x", 0.25}}));
   auto exploits = h.driver->store().exploits(h.driver->experiment_id());
   ASSERT_EQ(exploits.size(), 1u);
@@ -239,6 +249,190 @@ TEST(DriverExploit, RestartsTheTrialFromACopyOfTheDonorsCheckpointWithTheNewConf
   EXPECT_EQ(restarted->trial.config, (Json{{"x", 0.25}}));
   ASSERT_TRUE(restarted->trial.checkpoint.has_value());
   EXPECT_EQ(restarted->trial.checkpoint->path, exploits[0].checkpoint_path);
+}
+
+// A copy a test holds until it lets it go (a model's weights being copied).
+class HeldCopy {
+ public:
+  void operator()(const std::string& source, const std::filesystem::path& target) {
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      began_ += 1;
+      changed_.notify_all();
+      changed_.wait(lock, [this] { return released_; });
+    }
+    internal::copy_checkpoint(source, target);
+  }
+  void release() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    released_ = true;
+    changed_.notify_all();
+  }
+  // Released when a test leaves early too (a failed assertion): the driver's
+  // end waits for the copy under way.
+  struct Guard {
+    std::shared_ptr<HeldCopy> held;
+    ~Guard() { held->release(); }
+  };
+  bool began() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    return changed_.wait_for(lock, std::chrono::seconds(10), [this] { return began_ > 0; });
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  int began_ = 0;
+  bool released_ = false;
+};
+
+// An exploit's copy is made off the loop: while it is being made, the other
+// trials' results are stored and answered, and the exploited trial waits
+// (PENDING, its slot free) without ending the sweep; once it is made, the
+// exploit is recorded and the trial starts from the copy.
+TEST(DriverExploit, TheCopyIsMadeOffTheLoopAndTheTrialStartsOnceItIsWhole) {
+  auto held = std::make_shared<HeldCopy>();
+  Harness h;
+  HeldCopy::Guard release_at_exit{held};
+  h.copy_checkpoint = [held](const std::string& source, const std::filesystem::path& target) { (*held)(source, target); };
+  h.open(spec_of(2), /*slots=*/2, std::make_unique<ScriptedScheduler>(std::map<int64_t, std::deque<TrialDecision>>{
+                                      {1, {TrialDecision::exploit(0, {{"x", 0.25}})}}}));
+  ASSERT_TRUE(h.step());
+  h.fake->report({0, 1}, {{"loss", 0.1}}, h.checkpoint("c0", "donor"));
+  h.fake->report({1, 1}, {{"loss", 0.9}}, h.checkpoint("c1", "mine"));
+  ASSERT_TRUE(h.step());
+  ASSERT_EQ(h.fake->verdict({1, 1}), Verdict::kStop);
+  ASSERT_TRUE(held->began());
+  h.fake->end({1, 1}, true);
+  for (int i = 2; i <= 4; ++i) {
+    h.clock.advance(1);
+    h.fake->report({0, 1}, {{"loss", 0.1}});
+    ASSERT_TRUE(h.step()) << "a copy being made is not the end of the sweep";
+    const AttemptId donor{0, 1};
+    EXPECT_EQ(h.fake->verdicts[donor].size(), static_cast<size_t>(i)) << "the donor's results are answered meanwhile";
+  }
+  EXPECT_EQ(h.driver->store().results(h.trial(0).id).size(), 4u);
+  EXPECT_EQ(h.status(1), kPending);
+  EXPECT_EQ(h.fake->started.size(), 2u) << "the exploited trial waits for its copy";
+  EXPECT_TRUE(h.driver->store().exploits(h.driver->experiment_id()).empty());
+  h.fake->end({0, 1}, true);  // only the copy is left
+  ASSERT_TRUE(h.step());
+
+  held->release();
+  ASSERT_TRUE(h.step_until([&] { return h.fake->started.size() == 3; }));
+  const FakeExecutor::Started* restarted = h.fake->latest(1);
+  EXPECT_EQ(restarted->attempt.attempt, 2);
+  EXPECT_EQ(restarted->trial.config, (Json{{"x", 0.25}}));
+  auto exploits = h.driver->store().exploits(h.driver->experiment_id());
+  ASSERT_EQ(exploits.size(), 1u);
+  ASSERT_TRUE(restarted->trial.checkpoint.has_value());
+  EXPECT_EQ(restarted->trial.checkpoint->path, exploits[0].checkpoint_path);
+  std::ifstream copy(exploits[0].checkpoint_path + "/state");
+  std::string content;
+  copy >> content;
+  EXPECT_EQ(content, "donor");
+}
+
+// A donor's checkpoint pruned (checkpoint.num_to_keep) while an exploit
+// copies it stays on disk until the copy is made, then goes.
+TEST(DriverExploit, ADonorCheckpointPrunedDuringItsCopyIsRemovedAfterTheCopy) {
+  auto held = std::make_shared<HeldCopy>();
+  SweepSpec spec = spec_of(2);
+  spec.checkpoint.num_to_keep = 1;
+  Harness h;
+  HeldCopy::Guard release_at_exit{held};
+  h.copy_checkpoint = [held](const std::string& source, const std::filesystem::path& target) { (*held)(source, target); };
+  h.open(spec, /*slots=*/2, std::make_unique<ScriptedScheduler>(std::map<int64_t, std::deque<TrialDecision>>{
+                                 {1, {TrialDecision::exploit(0, {{"x", 0.25}})}}}));
+  ASSERT_TRUE(h.step());
+  const std::string first = h.checkpoint("c0", "donor");
+  h.fake->report({0, 1}, {{"loss", 0.1}}, first);
+  h.fake->report({1, 1}, {{"loss", 0.9}}, h.checkpoint("c1", "mine"));
+  ASSERT_TRUE(h.step());
+  ASSERT_TRUE(held->began());
+  const std::string second = h.checkpoint("c0b", "donor-later");
+  h.fake->report({0, 1}, {{"loss", 0.05}}, second);  // prunes `first`
+  ASSERT_TRUE(h.step());
+  auto donor = h.driver->store().checkpoints(h.trial(0).id);  // the live ones
+  ASSERT_EQ(donor.size(), 1u) << "pruned in the store";
+  EXPECT_EQ(donor[0].path, second);
+  EXPECT_TRUE(std::filesystem::exists(first + "/state")) << "but kept on disk while it is copied";
+
+  held->release();
+  ASSERT_TRUE(h.step_until([&] { return !h.driver->store().exploits(h.driver->experiment_id()).empty(); }));
+  const std::string copy = h.driver->store().exploits(h.driver->experiment_id())[0].checkpoint_path;
+  std::string content;
+  std::ifstream(copy + "/state") >> content;
+  EXPECT_EQ(content, "donor") << "the copy is of the checkpoint the exploit chose";
+  EXPECT_FALSE(std::filesystem::exists(first)) << "removed once copied";
+  EXPECT_TRUE(std::filesystem::exists(second + "/state"));
+}
+
+// A trial whose exploit's copy is still being made can be a donor itself
+// (the scheduler already ranks it with its donor's score): an exploit of it
+// copies the checkpoint its own copy is of, at that iteration.
+TEST(DriverExploit, AnExploitOfATrialWhoseCopyIsUnderWayCopiesWhatThatCopyIsOf) {
+  auto held = std::make_shared<HeldCopy>();
+  Harness h;
+  HeldCopy::Guard release_at_exit{held};
+  h.copy_checkpoint = [held](const std::string& source, const std::filesystem::path& target) { (*held)(source, target); };
+  h.open(spec_of(3), /*slots=*/3, std::make_unique<ScriptedScheduler>(std::map<int64_t, std::deque<TrialDecision>>{
+                                      {1, {TrialDecision::exploit(0, {{"x", 0.25}})}},
+                                      {2, {TrialDecision::next(), TrialDecision::exploit(1, {{"x", 0.5}})}}}));
+  ASSERT_TRUE(h.step());
+  h.fake->report({0, 1}, {{"loss", 0.1}}, h.checkpoint("c0", "from-0"));
+  h.fake->report({1, 1}, {{"loss", 0.9}}, h.checkpoint("c1", "from-1"));
+  h.fake->report({2, 1}, {{"loss", 0.9}}, h.checkpoint("c2", "from-2"));
+  ASSERT_TRUE(h.step());  // 1 exploits 0: its copy is held
+  ASSERT_TRUE(held->began());
+  h.fake->report({2, 1}, {{"loss", 0.9}});
+  ASSERT_TRUE(h.step());  // 2 exploits 1
+  EXPECT_EQ(h.fake->verdict({2, 1}), Verdict::kStop);
+  held->release();
+  ASSERT_TRUE(h.step_until([&] { return h.driver->store().exploits(h.driver->experiment_id()).size() == 2; }));
+  auto exploits = h.driver->store().exploits(h.driver->experiment_id());
+  EXPECT_EQ(exploits[1].trial_id, h.trial(2).id);
+  EXPECT_EQ(exploits[1].donor_trial_id, h.trial(1).id);
+  EXPECT_EQ(exploits[1].donor_iteration, 1);
+  EXPECT_LE(exploits[0].time, exploits[1].time);
+  std::string content;
+  std::ifstream(exploits[1].checkpoint_path + "/state") >> content;
+  EXPECT_EQ(content, "from-0") << "trial 1's checkpoint is trial 0's once its exploit is decided";
+}
+
+// A copy that fails fails the exploiting trial (retried from its own
+// checkpoint with its own config), not the sweep; with no retries left it
+// ends in ERROR.
+TEST(DriverExploit, ACopyThatFailsFailsTheTrialWhichRetriesFromItsOwnCheckpoint) {
+  for (int max_failures : {1, 0}) {
+    SCOPED_TRACE(max_failures);
+    SweepSpec spec = spec_of(2);
+    spec.failure.max_failures = max_failures;
+    Harness h;
+    h.copy_checkpoint = [](const std::string&, const std::filesystem::path&) { throw Error("disk on fire"); };
+    h.open(spec, /*slots=*/2, std::make_unique<ScriptedScheduler>(std::map<int64_t, std::deque<TrialDecision>>{
+                                   {1, {TrialDecision::exploit(0, {{"x", 0.25}})}}}));
+    ASSERT_TRUE(h.step());
+    const Json own = h.trial(1).config;
+    const std::string mine = h.checkpoint("c1", "mine");
+    h.fake->report({0, 1}, {{"loss", 0.1}}, h.checkpoint("c0", "donor"));
+    h.fake->report({1, 1}, {{"loss", 0.9}}, mine);
+    ASSERT_TRUE(h.step());
+    h.fake->end({1, 1}, true);
+    ASSERT_TRUE(h.step_until([&] { return h.trial(1).error.find("disk on fire") != std::string::npos; }));
+    EXPECT_EQ(h.trial(1).error, "exploit of trial_00000: disk on fire");
+    EXPECT_TRUE(h.driver->store().exploits(h.driver->experiment_id()).empty());
+    EXPECT_EQ(h.trial(1).config, own);
+    if (max_failures == 0) {
+      EXPECT_EQ(h.status(1), kError);
+      continue;
+    }
+    ASSERT_TRUE(h.step_until([&] { return h.fake->started.size() == 3; }));
+    const FakeExecutor::Started* restarted = h.fake->latest(1);
+    EXPECT_EQ(restarted->trial.config, own);
+    ASSERT_TRUE(restarted->trial.checkpoint.has_value());
+    EXPECT_EQ(restarted->trial.checkpoint->path, mine);
+  }
 }
 
 // The lifecycle's exploit rule, in the driver: an exploit from a trial with
@@ -564,7 +758,7 @@ TEST(DriverState, AnExploitIsNotASaveAndAResumeHandsTheStoredConfigsToTheSchedul
     h.clock.advance(0.1);
     h.fake->report({1, 1}, {{"loss", 0.9}});  // exploits trial 0
     ASSERT_TRUE(h.step());
-    ASSERT_EQ(h.driver->store().exploits(h.driver->experiment_id()).size(), 1u);
+    ASSERT_TRUE(h.step_until([&] { return h.driver->store().exploits(h.driver->experiment_id()).size() == 1; }));
     EXPECT_EQ(costly->saves, saves) << "the exploit's batch saved the state";
     h.interrupt = 1;
     ASSERT_TRUE(h.step());

@@ -167,6 +167,7 @@ class Harness {
     env.interrupt = &interrupt;
     env.unpacked_final_trials = unpacked_final_trials;
     env.starts_per_turn = starts_per_turn;
+    env.copy_checkpoint = copy_checkpoint;
     env.make_executor = [this, checks = !hosts.empty()](const internal::ExecutorContext& context) {
       auto executor = std::make_unique<FakeExecutor>(context.events);
       executor->checking = checks;
@@ -178,6 +179,16 @@ class Harness {
     driver->open();
   }
   bool step() { return driver->step(std::chrono::microseconds(0)); }
+  // Steps until `done` (a PBT exploit's copy is made on a thread of its own,
+  // which wakes the step's wait): false if it is not done within 10 s.
+  bool step_until(const std::function<bool()>& done) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!done()) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      driver->step(std::chrono::milliseconds(100));
+    }
+    return true;
+  }
   // Driver::finish() destroys the executor: `fake` is gone with it.
   void finish() {
     fake = nullptr;  // also when finish() throws (NoHostsLeft): the executor is gone by then
@@ -198,6 +209,8 @@ class Harness {
   std::atomic<int> interrupt{0};
   size_t unpacked_final_trials = 4096;  // DriverEnvironment's, set before open()
   int starts_per_turn = 64;              // DriverEnvironment's, set before open()
+  // DriverEnvironment's, set before open(): how an exploit copies a checkpoint.
+  std::function<void(const std::string&, const std::filesystem::path&)> copy_checkpoint;
   bool verbose = false;                  // RunConfig's: the progress table at finish()
   // How the fake executor answers host checks (default: every host passes).
   std::function<internal::HostCheckResult(const internal::HostCheckRequest&)> answer;

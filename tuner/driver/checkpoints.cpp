@@ -11,7 +11,8 @@ namespace tune::internal {
 
 namespace fs = std::filesystem;
 
-void prune_checkpoints(Store& store, int64_t trial_row, const CheckpointOptions& options, const std::string& mode) {
+void prune_checkpoints(Store& store, int64_t trial_row, const CheckpointOptions& options, const std::string& mode,
+                       const std::function<bool(const std::string&)>& in_use) {
   if (options.num_to_keep <= 0) return;
   const std::string order = options.score_order.empty() ? mode : options.score_order;
   auto live = store.checkpoints(trial_row);
@@ -30,22 +31,80 @@ void prune_checkpoints(Store& store, int64_t trial_row, const CheckpointOptions&
   for (size_t i = static_cast<size_t>(options.num_to_keep); i < live.size(); ++i) {
     if (live[i].id == latest_id) continue;
     std::error_code ec;
-    if (!kept.count(live[i].path)) fs::remove_all(live[i].path, ec);
+    if (!kept.count(live[i].path) && !(in_use && in_use(live[i].path))) fs::remove_all(live[i].path, ec);
     store.mark_checkpoint_deleted(live[i].id);
   }
 }
 
-fs::path clone_checkpoint(const std::string& donor_checkpoint, const fs::path& trial_dir, int64_t iteration,
-                          int64_t donor_index, int64_t exploit) {
-  const fs::path target = trial_dir / (checkpoint_dir_name(iteration, exploit) + "_from_" + trial_folder_name(donor_index));
+fs::path clone_target(const fs::path& trial_dir, int64_t iteration, int64_t donor_index, int64_t exploit) {
+  return trial_dir / (checkpoint_dir_name(iteration, exploit) + "_from_" + trial_folder_name(donor_index));
+}
+
+void copy_checkpoint(const std::string& donor_checkpoint, const fs::path& target) {
   std::error_code ec;
   fs::remove_all(target, ec);
-  fs::create_directories(trial_dir, ec);
+  fs::create_directories(target.parent_path(), ec);
   fs::copy(donor_checkpoint, target, fs::copy_options::recursive, ec);
   if (is_disk_full(ec))
     throw DiskFullError("cannot copy checkpoint " + donor_checkpoint + " to " + target.string() + ": " + ec.message());
   if (ec) throw Error("cannot copy checkpoint " + donor_checkpoint + " to " + target.string() + ": " + ec.message());
+}
+
+fs::path clone_checkpoint(const std::string& donor_checkpoint, const fs::path& trial_dir, int64_t iteration,
+                          int64_t donor_index, int64_t exploit) {
+  fs::path target = clone_target(trial_dir, iteration, donor_index, exploit);
+  copy_checkpoint(donor_checkpoint, target);
   return target;
+}
+
+CheckpointCopier::~CheckpointCopier() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+    queue_.clear();
+  }
+  work_.notify_one();
+  if (thread_.joinable()) thread_.join();
+}
+
+void CheckpointCopier::submit(int64_t trial, std::string source, fs::path target) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    queue_.push_back(Copy{trial, std::move(source), std::move(target), "", false});
+    if (!thread_.joinable()) thread_ = std::thread([this] { loop(); });
+  }
+  work_.notify_one();
+}
+
+std::vector<CheckpointCopier::Copy> CheckpointCopier::take() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<Copy> taken;
+  taken.swap(finished_);
+  return taken;
+}
+
+void CheckpointCopier::loop() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    work_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+    if (stop_) return;
+    Copy copy = std::move(queue_.front());
+    queue_.pop_front();
+    lock.unlock();
+    try {
+      copy_(copy.source, copy.target);
+    } catch (const DiskFullError& e) {
+      copy.error = e.what();
+      copy.disk_full = true;
+    } catch (const std::exception& e) {
+      copy.error = e.what();
+    }
+    lock.lock();
+    finished_.push_back(std::move(copy));
+    lock.unlock();
+    if (done_) done_();
+    lock.lock();
+  }
 }
 
 }  // namespace tune::internal

@@ -245,7 +245,9 @@ void Driver::launch_ready() {
 // scheduler picks, else a new one from the searcher. A trial whose previous
 // attempt is still ending waits for it. Called only when may_launch().
 std::optional<int64_t> Driver::next_trial() {
-  auto attempt_live = [this](int64_t index) { return live_attempts_.count(index) > 0; };
+  auto attempt_live = [this](int64_t index) {
+    return live_attempts_.count(index) > 0 || exploits_in_flight_.count(index) > 0;  // an exploit's copy: busy too
+  };
   auto apply_to = [this](int64_t index, const TrialDecision& decision) { apply(trials_.at(index), decision); };
   auto checkpointed = [this](int64_t index) { return has_checkpoint(index); };
   while (true) {
@@ -333,8 +335,9 @@ bool Driver::step(std::chrono::microseconds max_wait) {
   }
   // launch_ready() started whatever could start; with nothing running,
   // nothing ever will (searcher done, or the scheduler holds the rest),
-  // unless hosts taken out are being checked again.
-  if (live_.empty() && !waiting_for_hosts()) return false;
+  // unless hosts taken out are being checked again or an exploit's copy is
+  // being made.
+  if (live_.empty() && exploits_in_flight_.empty() && !waiting_for_hosts()) return false;
 
   std::deque<TrialEvent> events;
   {
@@ -345,10 +348,13 @@ bool Driver::step(std::chrono::microseconds max_wait) {
     profile::Scope timed(profile::Part::kPoll);
     executor_->poll();
   }
-  if (!events.empty()) {
+  std::vector<CheckpointCopier::Copy> copies;
+  if (!exploits_in_flight_.empty()) copies = copier_.take();
+  if (!events.empty() || !copies.empty()) {
     std::vector<Reply> replies;
     Transaction txn(*store_);
     hold_lease();
+    for (CheckpointCopier::Copy& copy : copies) exploit_copied(copy);
     for (TrialEvent& event : events) handle(event, replies);
     launch_ready();  // start successors in the same commit
     save_states(false);

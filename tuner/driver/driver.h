@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <string>
@@ -41,6 +42,9 @@ struct DriverEnvironment {
   // turns, so the answers of a turn's results wait for ~64 starts (a few
   // ms), not for thousands.
   int starts_per_turn = 64;
+  // How a PBT exploit copies the donor's checkpoint, on the copier's thread
+  // (default: copy_checkpoint; tests hold it to watch the loop meanwhile).
+  std::function<void(const std::string& source, const std::filesystem::path& target)> copy_checkpoint;
 };
 
 // Thrown by run_experiment after it recorded the experiment INTERRUPTED

@@ -22,6 +22,7 @@
 
 #include "schedulers/trial_state_machine.h"
 #include "storage/store.h"
+#include "tuner/driver/checkpoints.h"
 #include "tuner/driver/driver.h"
 #include "tuner/driver/live_report.h"
 #include "tuner/exec/resource_pool.h"
@@ -142,6 +143,7 @@ class Driver {
   TrialDecision decide(const TrialState& trial, const Json& result);
   TrialDecision vetted(int64_t trial, TrialDecision decision) const;
   bool has_checkpoint(int64_t trial) const;
+  std::optional<Checkpoint> donor_checkpoint(int64_t trial) const;
   bool running(const TrialState& trial) const { return lifecycle_.status(trial.index) == TrialStatus::kRunning; }
   void apply(TrialState& trial, const TrialDecision& decision);
   void leave_running(TrialState& trial);
@@ -151,6 +153,8 @@ class Driver {
   void settle(TrialState& trial);
   void pause(TrialState& trial);
   void exploit(TrialState& trial, const TrialDecision& decision);
+  void exploit_copied(CheckpointCopier::Copy& done);
+  void prune(const TrialState& trial);
   void requeue(TrialState& trial);
   // lost_hosts: the hosts blamed for a lost attempt; suspects: its hosts
   // when none could be blamed (each is checked).
@@ -195,6 +199,20 @@ class Driver {
   ExperimentRecord experiment_;
   std::filesystem::path experiment_dir_;
   EventSink events_;
+  // PBT exploits whose copy of the donor's checkpoint is being made, by
+  // trial (Driver::exploit); the donors' folders being copied from (with how
+  // many copies), and those of them pruned meanwhile (removed after).
+  struct ExploitInFlight {
+    int64_t donor = 0, donor_row = 0, restored = 0;
+    double decided_at = 0;  // unix time
+    std::string source;
+    std::filesystem::path target;
+    Json new_config;
+  };
+  std::unordered_map<int64_t, ExploitInFlight> exploits_in_flight_;
+  std::unordered_map<std::string, int> copying_from_;
+  std::set<std::string> remove_after_copy_;
+  CheckpointCopier copier_{[this] { events_.wake(); }, env_.copy_checkpoint};
   std::unique_ptr<TrialExecutor> executor_;
   ResourcePool pool_;
   std::unique_ptr<LiveReport> report_;  // with run.report_path

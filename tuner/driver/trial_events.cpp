@@ -79,7 +79,8 @@ void Driver::attempt_ended(const TrialEvent& event) {
   pool_.release(it->second);
   if (auto count = live_attempts_.find(event.attempt.trial); count != live_attempts_.end() && --count->second <= 0) {
     live_attempts_.erase(count);
-    lifecycle_.idle(event.attempt.trial);  // a retry, exploit or paused trial may run now
+    // A retry, exploit or paused trial may run now (an exploit once its copy is made).
+    if (!exploits_in_flight_.count(event.attempt.trial)) lifecycle_.idle(event.attempt.trial);
   }
   live_.erase(it);
   attempts_ended_ += 1;
@@ -136,7 +137,7 @@ void Driver::record_checkpoint(TrialState& trial, const std::string& path) {
   store_->add_checkpoint(trial.row, trial.iteration, path, score, now);
   trial.checkpoint = Checkpoint{path, trial.iteration};
   sweep_.scheduler->on_checkpoint(trial.index, trial.iteration);
-  prune_checkpoints(*store_, trial.row, spec.checkpoint, spec.mode);
+  prune(trial);
 }
 
 bool Driver::stop_criteria_met(const TrialState& trial, const Json& result) const {
@@ -188,9 +189,17 @@ TrialDecision Driver::vetted(int64_t index, TrialDecision decision) const {
   return lifecycle_.vet(index, std::move(decision), [this](int64_t donor) { return has_checkpoint(donor); });
 }
 
-bool Driver::has_checkpoint(int64_t index) const {
+bool Driver::has_checkpoint(int64_t index) const { return donor_checkpoint(index).has_value(); }
+
+// The checkpoint an exploit of `index` copies: its latest, or, while its own
+// exploit's copy is being made, the one that copy is of (the scheduler
+// already counts it as the donor's; the lineage follows it there).
+std::optional<Checkpoint> Driver::donor_checkpoint(int64_t index) const {
+  if (auto copying = exploits_in_flight_.find(index); copying != exploits_in_flight_.end())
+    return Checkpoint{copying->second.source, copying->second.restored};
   auto it = trials_.find(index);
-  return it != trials_.end() && it->second.checkpoint.has_value();
+  if (it == trials_.end()) return std::nullopt;
+  return it->second.checkpoint;
 }
 
 void Driver::apply(TrialState& trial, const TrialDecision& decision) {
@@ -245,46 +254,87 @@ void Driver::pause(TrialState& trial) {
 // PBT: the trial continues from a copy of the donor's latest checkpoint with
 // the explored config, and from the donor's iteration (as Ray does): its
 // iteration count and its restored state agree whether the donor was ahead
-// or behind.
+// or behind. The copy is made off the loop (CheckpointCopier: a model's
+// weights take a while, and every other trial's report() waits on the
+// loop); meanwhile the trial is PENDING, first in line, and does not start.
+// The exploit is recorded when the copy is whole (exploit_copied()): a
+// driver that dies before that leaves the trial as it was, to resume from
+// its own checkpoint.
 void Driver::exploit(TrialState& trial, const TrialDecision& decision) {
   const TrialState& donor = trials_.at(decision.donor);
-  const int64_t restored = donor.checkpoint->iteration;
-  std::filesystem::path copy;
-  try {
-    copy = clone_checkpoint(donor.checkpoint->path, experiment_dir_ / trial_folder_name(trial.index), restored,
-                            decision.donor, trial.exploits + 1);
-  } catch (const DiskFullError&) {
-    throw;  // not the trial's fault: the sweep stops cleanly (Driver::run)
-  } catch (const Error& e) {
+  const Checkpoint from = *donor_checkpoint(decision.donor);
+  leave_running(trial);
+  trial.exploits += 1;
+  ExploitInFlight copy;
+  copy.donor = decision.donor;
+  copy.donor_row = donor.row;
+  copy.restored = from.iteration;
+  copy.source = from.path;
+  copy.target = clone_target(experiment_dir_ / trial_folder_name(trial.index), copy.restored, decision.donor,
+                             trial.exploits);
+  copy.new_config = decision.new_config;
+  copy.decided_at = clock_.unix_time();
+  copying_from_[copy.source] += 1;
+  copier_.submit(trial.index, copy.source, copy.target);
+  exploits_in_flight_[trial.index] = std::move(copy);
+  lifecycle_.retry(trial.index);  // first in line, once the copy is made
+  set_status(trial, kPending, clock_.unix_time());
+}
+
+// An exploit's copy is made (or failed): the exploit is recorded, and the
+// trial may start from the copy.
+void Driver::exploit_copied(CheckpointCopier::Copy& done) {
+  auto it = exploits_in_flight_.find(done.trial);
+  if (it == exploits_in_flight_.end()) return;
+  ExploitInFlight copy = std::move(it->second);
+  exploits_in_flight_.erase(it);
+  if (--copying_from_[copy.source] <= 0) {
+    copying_from_.erase(copy.source);
+    if (remove_after_copy_.erase(copy.source)) {  // pruned by its trial meanwhile
+      std::error_code ec;
+      std::filesystem::remove_all(copy.source, ec);
+    }
+  }
+  TrialState& trial = trials_.at(done.trial);
+  if (!live_attempts_.count(trial.index)) lifecycle_.idle(trial.index);
+  waiting_ = {};  // next_trial()'s answer may change
+  if (done.disk_full) throw DiskFullError(done.error);  // not the trial's fault: the sweep stops cleanly (Driver::run)
+  if (!done.error.empty()) {
     // The trial failed, not the sweep: it is retried from its own checkpoint.
-    fail(trial, std::string("exploit of ") + trial_folder_name(decision.donor) + ": " + e.what());
+    fail(trial, "exploit of " + trial_folder_name(copy.donor) + ": " + done.error);
     return;
   }
-  leave_running(trial);
   // Not a reason to save the scheduler's state now (PBT exploits in most
   // batches of a large population, and its state grows with it): the store
   // holds the new config, which a resume hands to the restored scheduler.
   const double now = clock_.unix_time();
-  trial.exploits += 1;
   ExploitRecord record;
   record.trial_id = trial.row;
-  record.donor_trial_id = donor.row;
+  record.donor_trial_id = copy.donor_row;
   record.iteration = trial.iteration;
-  record.donor_iteration = restored;
-  record.checkpoint_path = copy.string();
+  record.donor_iteration = copy.restored;
+  record.checkpoint_path = copy.target.string();
   record.old_config = trial.config;
-  record.new_config = decision.new_config;
-  record.time = now;
+  record.new_config = copy.new_config;
+  record.time = copy.decided_at;  // when the donor's checkpoint was chosen
   store_->add_exploit(record);
-  store_->set_trial_config(trial.row, decision.new_config);
-  store_->add_checkpoint(trial.row, restored, copy.string(), std::nullopt, now);
-  prune_checkpoints(*store_, trial.row, sweep_.spec.checkpoint, sweep_.spec.mode);
-  trial.config = decision.new_config;
-  trial.iteration = restored;
-  trial.checkpoint = Checkpoint{copy.string(), restored};
-  sweep_.scheduler->on_checkpoint(trial.index, restored);
-  lifecycle_.retry(trial.index);  // first in line
-  set_status(trial, kPending, now);
+  store_->set_trial_config(trial.row, copy.new_config);
+  store_->add_checkpoint(trial.row, copy.restored, copy.target.string(), std::nullopt, now);
+  prune(trial);
+  trial.config = std::move(copy.new_config);
+  trial.iteration = copy.restored;
+  trial.checkpoint = Checkpoint{copy.target.string(), copy.restored};
+  sweep_.scheduler->on_checkpoint(trial.index, copy.restored);
+}
+
+// The trial's checkpoints beyond checkpoint.num_to_keep go; a folder an
+// exploit is copying from stays until its copy is made.
+void Driver::prune(const TrialState& trial) {
+  prune_checkpoints(*store_, trial.row, sweep_.spec.checkpoint, sweep_.spec.mode, [this](const std::string& path) {
+    if (!copying_from_.count(path)) return false;
+    remove_after_copy_.insert(path);
+    return true;
+  });
 }
 
 // Interrupted, not finished: left PENDING so `tune resume` restarts it.

@@ -17,9 +17,18 @@ void EventSink::push(TrialEvent event) {
   ready_.notify_one();
 }
 
+void EventSink::wake() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    woken_ = true;
+  }
+  ready_.notify_one();
+}
+
 std::deque<TrialEvent> EventSink::take(std::chrono::microseconds timeout) {
   std::unique_lock<std::mutex> lock(mutex_);
-  ready_.wait_for(lock, timeout, [this] { return !events_.empty(); });
+  ready_.wait_for(lock, timeout, [this] { return woken_ || !events_.empty(); });
+  woken_ = false;
   std::deque<TrialEvent> taken;
   taken.swap(events_);
   return taken;

@@ -79,13 +79,17 @@ struct TrialEvent {
 class EventSink {
  public:
   void push(TrialEvent event);
-  // Waits up to `timeout` for at least one event, then takes all.
+  // Ends the wait of take() without an event (the driver has other work:
+  // a checkpoint copy finished).
+  void wake();
+  // Waits up to `timeout` for at least one event (or a wake()), then takes all.
   std::deque<TrialEvent> take(std::chrono::microseconds timeout);
 
  private:
   std::mutex mutex_;
   std::condition_variable ready_;
   std::deque<TrialEvent> events_;
+  bool woken_ = false;
 };
 
 // Where an attempt runs: how many ranks on which host, in rank order.
