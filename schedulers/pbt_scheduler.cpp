@@ -292,12 +292,17 @@ Json PbtScheduler::save_state() const {
 // parts since a whole state add up to more than it: once they hold four
 // times the population (at least 256 members), the next save is whole
 // (nullopt), and what the parts cost stays proportional to the results.
-std::optional<Json> PbtScheduler::save_state_part() {
-  std::vector<int64_t> trials(dirty_.begin(), dirty_.end());
-  dirty_.clear();
-  std::sort(trials.begin(), trials.end());
+// At most `max_members` members, those changed first: the rest stay changed
+// for the next part.
+std::optional<Json> PbtScheduler::save_state_part_up_to(size_t max_members) {
+  auto forget_changes = [this] {
+    dirty_.clear();
+    dirty_order_.clear();
+    part_quota_ = 0;
+  };
   const std::optional<uint64_t> drawn = draws_between(saved_rng_, rng_, kDrawLimit);
   if (!drawn) {  // never in practice: resynchronise through a whole state
+    forget_changes();
     saved_rng_ = rng_;
     saved_draws_ = 0;
     part_entries_ = 0;
@@ -305,13 +310,24 @@ std::optional<Json> PbtScheduler::save_state_part() {
     return std::nullopt;
   }
   saved_draws_ += *drawn;
-  if (trials.empty() && *drawn == 0 && more_trials_ == saved_more_trials_) return Json();  // nothing new
+  // A save goes through the members changed when it began; those that
+  // change meanwhile wait for the next one (or each would be saved with
+  // every change).
+  if (part_quota_ == 0) part_quota_ = dirty_order_.size();
+  const size_t n = std::min({max_members, part_quota_, dirty_order_.size()});
+  part_quota_ -= n;
+  if (n == 0 && *drawn == 0 && more_trials_ == saved_more_trials_) return Json();  // nothing new
   saved_more_trials_ = more_trials_;
-  part_entries_ += trials.size();
+  part_entries_ += n;
   if (part_entries_ > 4 * std::max<size_t>(members_.size(), 64)) {
     part_entries_ = 0;
+    forget_changes();  // the whole state holds them
     return std::nullopt;
   }
+  std::vector<int64_t> trials(dirty_order_.begin(), dirty_order_.begin() + static_cast<std::ptrdiff_t>(n));
+  dirty_order_.erase(dirty_order_.begin(), dirty_order_.begin() + static_cast<std::ptrdiff_t>(n));
+  for (int64_t trial : trials) dirty_.erase(trial);
+  std::sort(trials.begin(), trials.end());
   return Json{{"part", true}, {"members", columns(&trials)}, {"draws", saved_draws_}, {"more_trials", more_trials_}};
 }
 
@@ -441,6 +457,8 @@ void PbtScheduler::restore_state(const Json& state) {
   saved_rng_ = rng_;
   more_trials_ = saved_more_trials_ = state.value("more_trials", true);
   dirty_.clear();  // what was restored is in the store
+  dirty_order_.clear();
+  part_quota_ = 0;
 }
 
 void PbtScheduler::update(int64_t trial, Member& m, const std::function<void(Member&)>& change) {

@@ -16,6 +16,7 @@
 // Ray does: a population larger than the slots advances together).
 #pragma once
 
+#include <deque>
 #include <ext/pb_ds/assoc_container.hpp>
 #include <ext/pb_ds/tree_policy.hpp>
 #include <functional>
@@ -56,7 +57,14 @@ class PbtScheduler : public Scheduler {
   Json save_state() const override;
   // The members changed since the previous part; whole (nullopt) once the
   // parts since the last whole state hold four times the population.
-  std::optional<Json> save_state_part() override;
+  std::optional<Json> save_state_part() override {
+    part_quota_ = 0;  // every change, also those since a bounded save began
+    return save_state_part_up_to(SIZE_MAX);
+  }
+  // At most `max_members` of them, those changed first; the rest wait for
+  // the next part (state_part_pending()).
+  std::optional<Json> save_state_part_up_to(size_t max_members) override;
+  bool state_part_pending() const override { return part_quota_ > 0; }
   void restore_state(const Json& state) override;
 
  protected:
@@ -108,7 +116,7 @@ class PbtScheduler : public Scheduler {
   void end(int64_t trial);
   // The member, marked as changed for the next part.
   Member& touch(int64_t trial) {
-    dirty_.insert(trial);
+    if (dirty_.insert(trial).second) dirty_order_.push_back(trial);
     return members_[trial];
   }
   // The members (all, or those listed, ascending) as one array per field.
@@ -150,6 +158,8 @@ class PbtScheduler : public Scheduler {
   // part holds the count, not the generator's 5 KB state), more_trials_
   // then, and how many members the parts since the last whole state hold.
   std::unordered_set<int64_t> dirty_;
+  std::deque<int64_t> dirty_order_;  // dirty_, in the order they changed first
+  size_t part_quota_ = 0;            // of them, still to go in the save under way
   std::mt19937_64 saved_rng_;
   uint64_t saved_draws_ = 0;
   bool saved_more_trials_ = true;

@@ -91,6 +91,16 @@ class Scheduler {
   // new. nullopt (the default): save_state() is saved whole this time, and
   // the next part holds what changes after this call.
   virtual std::optional<Json> save_state_part() { return std::nullopt; }
+  // The same, for a save the driver makes only to keep the stored state
+  // recent (no pause in the batch): a scheduler whose changes can be split
+  // puts at most about `max_entries` of them in the part and says so with
+  // state_part_pending(), and the driver saves the rest over its next turns
+  // (PBT at 10,000 members reporting each second: a part of every member,
+  // ~20 ms, held every answer of that turn). Each part still applies on top
+  // of the ones before; a save that must hold everything (a pause, the end)
+  // calls save_state_part().
+  virtual std::optional<Json> save_state_part_up_to(size_t /*max_entries*/) { return save_state_part(); }
+  virtual bool state_part_pending() const { return false; }
   // After restore_state(), each trial the store holds that is not final, with
   // the config it runs with: an exploit after the state was saved changed it.
   virtual void on_trial_restored(int64_t /*trial_index*/, const Json& /*config*/) {}

@@ -437,16 +437,22 @@ struct PbtScript {
   }
 };
 
+// bounded: parts of at most a few members at random (save_state_part_up_to,
+// the driver's periodic save), the rest left for the next parts.
 void expect_pbt_parts_rebuild_the_state(const std::string& type, const Json& params, int64_t population = 80,
-                                        int steps = 1200, int seeds = 4, int at_least = 10) {
+                                        int steps = 1200, int seeds = 4, int at_least = 10, bool bounded = false) {
   int exploits = 0, pauses = 0, folded = 0;  // over the seeds: the script reached what it tests
   for (uint64_t seed = 1; seed <= static_cast<uint64_t>(seeds); ++seed) {
     auto a = make_scheduler(type, params, "loss", "min");
     PbtScript script{{}, {}, {}, std::mt19937_64(seed), population};
     std::vector<Json> rows;  // as the driver stores them: a whole state or first part, then parts
     int wholes = 0;
-    auto take_part = [&]() {
-      std::optional<Json> part = a->save_state_part();
+    int split = 0;  // bounded parts that left changes for the next one
+    // everything: what the driver saves with a batch that pauses a trial.
+    auto take_part = [&](bool everything = false) {
+      std::optional<Json> part =
+          bounded && !everything ? a->save_state_part_up_to(1 + script.rng() % 6) : a->save_state_part();
+      split += bounded && part && a->state_part_pending();
       if (!part) {
         rows = {Json::parse(a->save_state().dump())};
         ++wholes;
@@ -459,7 +465,8 @@ void expect_pbt_parts_rebuild_the_state(const std::string& type, const Json& par
       script.step(*a);
       if (script.rng() % 4 == 0) take_part();
       if (step % 200 == 199) {
-        take_part();  // what is not yet saved
+        take_part(/*everything=*/true);  // what is not yet saved
+        EXPECT_FALSE(a->state_part_pending());
         auto b = make_scheduler(type, params, "loss", "min");
         for (const Json& row : rows) b->restore_state(row);
         // Through the text (a member without a score holds NaN, which never equals itself).
@@ -479,6 +486,7 @@ void expect_pbt_parts_rebuild_the_state(const std::string& type, const Json& par
       }
     }
     exploits += script.exploits, pauses += script.pauses, folded += wholes;
+    if (bounded) EXPECT_GE(split, 50) << type << " seed " << seed << ": the parts were never split";
   }
   EXPECT_GE(exploits, at_least) << type;
   EXPECT_GE(pauses, at_least) << type;
@@ -488,6 +496,15 @@ void expect_pbt_parts_rebuild_the_state(const std::string& type, const Json& par
 TEST(SchedulerState, PbtPartsInOrderRebuildTheWholeState) {
   expect_pbt_parts_rebuild_the_state("pbt", {{"time_attr", "training_iteration"}, {"perturbation_interval", 3},
                                              {"seed", 7}, {"hyperparam_mutations", {{"x", {{"uniform", {0, 1}}}}}}});
+}
+
+TEST(SchedulerState, BoundedPbtPartsInOrderRebuildTheWholeState) {
+  expect_pbt_parts_rebuild_the_state("pbt", {{"time_attr", "training_iteration"}, {"perturbation_interval", 3},
+                                             {"seed", 7}, {"hyperparam_mutations", {{"x", {{"uniform", {0, 1}}}}}}},
+                                     80, 1200, 4, 10, /*bounded=*/true);
+  expect_pbt_parts_rebuild_the_state("pbt", {{"time_attr", "training_iteration"}, {"perturbation_interval", 3},
+                                             {"synch", true}, {"hyperparam_mutations", {{"x", {0.1, 0.5, 0.9}}}}},
+                                     80, 1200, 2, 5, /*bounded=*/true);
 }
 
 TEST(SchedulerState, SynchPbtPartsInOrderRebuildTheWholeState) {
@@ -535,6 +552,20 @@ TEST(SchedulerState, APbtPartHoldsOnlyWhatChanged) {
   }
   EXPECT_EQ(parts, 400 - 101) << "the first part (100) and the second (1) count";
   EXPECT_FALSE(part.has_value());
+  // Bounded parts: the members changed first go first; the rest are pending.
+  // A bounded save goes through the members changed when it began, and
+  // those alone: one that changes meanwhile waits for the next save.
+  for (int64_t t : {5, 3, 9, 1}) (void)a->on_result(t, {{"training_iteration", 20}, {"loss", 0.25}});
+  EXPECT_FALSE(a->state_part_pending()) << "no save under way";
+  const Json head = *a->save_state_part_up_to(3);
+  EXPECT_EQ(head.at("members").at("trial"), Json::array({3, 5, 9})) << "the first three changed, ascending";
+  EXPECT_TRUE(a->state_part_pending());
+  (void)a->on_result(7, {{"training_iteration", 20}, {"loss", 0.25}});  // after the save began
+  const Json rest = *a->save_state_part_up_to(3);
+  EXPECT_EQ(rest.at("members").at("trial"), Json::array({1}));
+  EXPECT_FALSE(a->state_part_pending());
+  EXPECT_EQ(a->save_state_part_up_to(3)->at("members").at("trial"), Json::array({7})) << "the next save";
+  EXPECT_TRUE(a->save_state_part_up_to(3)->is_null()) << "nothing new";
   Json bad = second;
   bad["draws"] = 0;
   auto c = iteration_pbt(1000);

@@ -738,6 +738,58 @@ TEST(DriverState, SavesTheSchedulersStateLessOftenWhenItIsCostlyButAPauseAtOnce)
   EXPECT_EQ(h.status(1), kPaused);
 }
 
+// A periodic save of a scheduler whose changes can be split (PBT) takes at
+// most Driver::kStatePartEntries of them; the rest follow in the next turns,
+// not a second later; a pause's save takes everything at once.
+class SplitStateScheduler : public ScriptedScheduler {
+ public:
+  using ScriptedScheduler::ScriptedScheduler;
+  std::optional<Json> save_state_part() override {
+    whole_parts += 1;
+    left = 0;
+    return Json{{"part", true}};
+  }
+  std::optional<Json> save_state_part_up_to(size_t max_entries) override {
+    limits.push_back(max_entries);
+    left = left > 0 ? left - 1 : 2;  // each periodic save: three parts
+    return Json{{"part", true}};
+  }
+  bool state_part_pending() const override { return left > 0; }
+  std::vector<size_t> limits;
+  int whole_parts = 0, left = 0;
+};
+
+TEST(DriverState, APeriodicSaveOfAStateThatSplitsIsSpreadOverTheNextTurns) {
+  Harness h;
+  auto scheduler = std::make_unique<SplitStateScheduler>(std::map<int64_t, std::deque<TrialDecision>>{
+      {1, {TrialDecision::next(), TrialDecision::next(), TrialDecision::next(), TrialDecision::next(),
+           TrialDecision::next(), TrialDecision::pause()}}});
+  SplitStateScheduler* split = scheduler.get();
+  h.open(spec_of(2), 2, std::move(scheduler));
+  ASSERT_TRUE(h.step());
+  const size_t at_open = split->limits.size();
+  const int whole_at_open = split->whole_parts;
+  std::vector<size_t> per_turn;
+  for (int turn = 0; turn < 5; ++turn) {  // 0.1 s apart: one periodic save, its three parts in three turns
+    h.clock.advance(turn == 0 ? 1.5 : 0.1);
+    h.fake->report({0, 1}, {{"loss", 0.5}});
+    ASSERT_TRUE(h.step());
+    per_turn.push_back(split->limits.size() - at_open);
+  }
+  EXPECT_EQ(per_turn, (std::vector<size_t>{1, 2, 3, 3, 3}));
+  for (size_t i = at_open; i < split->limits.size(); ++i) EXPECT_EQ(split->limits[i], internal::Driver::kStatePartEntries);
+  EXPECT_EQ(split->whole_parts, whole_at_open);
+  // The first part is experiments.scheduler_state; the two after it are rows of their own.
+  EXPECT_EQ(h.driver->store().scheduler_state_parts(h.driver->experiment_id()).size(), 2u);
+  for (int i = 0; i < 6; ++i) {
+    h.clock.advance(0.01);
+    h.fake->report({1, 1}, {{"loss", 0.5}});
+    ASSERT_TRUE(h.step());
+  }
+  EXPECT_EQ(h.status(1), kPaused);
+  EXPECT_EQ(split->whole_parts, whole_at_open + 1) << "the pause's batch saved everything at once";
+}
+
 // An exploit does not save the scheduler's state with its batch (PBT exploits
 // in most batches of a large population); a resume hands the restored
 // scheduler each trial's stored config, the exploited one included.

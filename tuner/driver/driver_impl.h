@@ -101,6 +101,9 @@ class Driver {
   // Final trials held packed (DriverEnvironment::unpacked_final_trials).
   size_t packed_trials() const { return packed_final_; }
   Store& store() { return *store_; }
+  // A save of the scheduler's state only to keep it recent holds at most
+  // this many of its changes (Scheduler::save_state_part_up_to).
+  static constexpr size_t kStatePartEntries = 1000;
 
  private:
   using Reply = std::pair<std::function<void(Verdict)>, Verdict>;
