@@ -71,13 +71,14 @@ TEST_F(Checkpoints, PruningFollowsTheScoreOrderAndKeepsAllByDefault) {
 
 TEST_F(Checkpoints, CloningCopiesTheDonorsFilesUnderTheTrialsOwnName) {
   const std::string donor = add(4, 0.1);
-  const auto copy = clone_checkpoint(donor, dir_.file("trial_00002"), 3, 7, 2);
+  const auto copy = clone_target(dir_.file("trial_00002"), 3, 7, 2);
+  copy_checkpoint(donor, copy);
   EXPECT_EQ(copy.filename(), "checkpoint_000003_exploit2_from_trial_00007");
   std::ifstream in(copy / "w");
   int content = 0;
   in >> content;
   EXPECT_EQ(content, 4);
-  EXPECT_THROW(clone_checkpoint(dir_.file("missing"), dir_.file("trial_00002"), 3, 7, 1), Error);
+  EXPECT_THROW(copy_checkpoint(dir_.file("missing"), clone_target(dir_.file("trial_00002"), 3, 7, 1)), Error);
 }
 
 }  // namespace

@@ -50,13 +50,6 @@ void copy_checkpoint(const std::string& donor_checkpoint, const fs::path& target
   if (ec) throw Error("cannot copy checkpoint " + donor_checkpoint + " to " + target.string() + ": " + ec.message());
 }
 
-fs::path clone_checkpoint(const std::string& donor_checkpoint, const fs::path& trial_dir, int64_t iteration,
-                          int64_t donor_index, int64_t exploit) {
-  fs::path target = clone_target(trial_dir, iteration, donor_index, exploit);
-  copy_checkpoint(donor_checkpoint, target);
-  return target;
-}
-
 CheckpointCopier::~CheckpointCopier() {
   {
     std::lock_guard<std::mutex> lock(mutex_);

@@ -34,9 +34,6 @@ std::filesystem::path clone_target(const std::filesystem::path& trial_dir, int64
 // Copies the donor's checkpoint directory to `target` (replacing a partial
 // copy). Throws DiskFullError when the disk is full, else tune::Error.
 void copy_checkpoint(const std::string& donor_checkpoint, const std::filesystem::path& target);
-// Both: the copy's path.
-std::filesystem::path clone_checkpoint(const std::string& donor_checkpoint, const std::filesystem::path& trial_dir,
-                                       int64_t iteration, int64_t donor_index, int64_t exploit);
 
 // Copies checkpoints on a thread of its own, in order: a PBT exploit's copy
 // (a model's weights: megabytes to gigabytes) must not hold the driver's
