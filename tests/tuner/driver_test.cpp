@@ -400,6 +400,25 @@ TEST(DriverExploit, AnExploitOfATrialWhoseCopyIsUnderWayCopiesWhatThatCopyIsOf) 
   EXPECT_EQ(content, "from-0") << "trial 1's checkpoint is trial 0's once its exploit is decided";
 }
 
+// A copy that fails for want of space is not the trial's fault: the turn
+// that takes it throws DiskFullError (Driver::run stops the sweep cleanly
+// and records it), and nothing of the exploit is recorded.
+TEST(DriverExploit, ACopyThatFindsTheDiskFullStopsTheSweepNotTheTrial) {
+  Harness h;
+  h.copy_checkpoint = [](const std::string&, const std::filesystem::path&) { throw DiskFullError("no space left"); };
+  h.open(spec_of(2), /*slots=*/2, std::make_unique<ScriptedScheduler>(std::map<int64_t, std::deque<TrialDecision>>{
+                                      {1, {TrialDecision::exploit(0, {{"x", 0.25}})}}}));
+  ASSERT_TRUE(h.step());
+  const Json own = h.trial(1).config;
+  h.fake->report({0, 1}, {{"loss", 0.1}}, h.checkpoint("c0", "donor"));
+  h.fake->report({1, 1}, {{"loss", 0.9}}, h.checkpoint("c1", "mine"));
+  ASSERT_TRUE(h.step());
+  EXPECT_THROW(h.step_until([] { return false; }), DiskFullError);
+  EXPECT_TRUE(h.driver->store().exploits(h.driver->experiment_id()).empty());
+  EXPECT_EQ(h.trial(1).config, own);
+  EXPECT_EQ(h.trial(1).error, "") << "not counted against the trial";
+}
+
 // A copy that fails fails the exploiting trial (retried from its own
 // checkpoint with its own config), not the sweep; with no retries left it
 // ends in ERROR.
