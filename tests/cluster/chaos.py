@@ -13,8 +13,8 @@ that stayed healthy was never taken out, no process or scratch folder is left
 on any host. Prints a table (one row per schedule: the faults' times, lost
 attempts, seconds from a link going down to its group being given up, slot
 utilisation of the healthy hosts while trials were pending) and, last, one
-JSON line. Exits non-zero on the first failed check. ctest runs one schedule
-(cluster.chaos); `bench/run chaos` runs 20.
+JSON line. Exits non-zero on the first failed check. ctest runs two schedules
+(cluster.chaos: seed 7; cluster.chaos_seed2); `bench/run chaos` runs 20.
 """
 import argparse
 import json
@@ -131,9 +131,11 @@ def wait_clean(seconds):
 
 
 def scratch_left(namespace):
-    r = subprocess.run([CLUSTER, "exec", namespace, "sh", "-c", "ls -A /tmp/tune-scratch/chaos 2>/dev/null && echo LEFT"],
+    """What is left of the sweep's scratch folder on a host (its files with their times), or ""."""
+    r = subprocess.run([CLUSTER, "exec", namespace, "sh", "-c",
+                        "test -e /tmp/tune-scratch/chaos && find /tmp/tune-scratch/chaos -printf '%TT %p\\n' | sort"],
                        capture_output=True, text=True)
-    return "LEFT" in r.stdout
+    return r.stdout.strip()
 
 
 def utilisation(db, healthy, slots_per_host):
@@ -177,7 +179,7 @@ def run_schedule(seed, work, iterations):
                              "--progress-interval", "1000"], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     flood = None
-    down_at = None
+    down_at = up_at = None
     log = []
     try:
         port = driver_port(time.time() + 120)
@@ -212,6 +214,7 @@ def run_schedule(seed, work, iterations):
         if down_at is not None:
             time.sleep(max(0.0, down_at + rng.uniform(8, 12) - time.time()))
             link(HOSTS[cut], "up")
+            up_at = time.time()
         try:
             out, _ = proc.communicate(timeout=400)
         except subprocess.TimeoutExpired:
@@ -253,7 +256,9 @@ def run_schedule(seed, work, iterations):
     db.close()
     wait_clean(90)
     for host, namespace in HOSTS.items():
-        check(not scratch_left(namespace), f"scratch of chaos left on {host}")
+        left = scratch_left(namespace)
+        check(not left, f"scratch of chaos left on {host} (at {time.strftime('%T')}; link up at "
+                        f"{time.strftime('%T', time.localtime(up_at)) if up_at else '-'}):\n{left}\n{out[-1500:]}")
     return {"seed": seed, "faults": log, "wall_s": round(wall, 1), "lost_attempts": len(retries),
             "excluded": sorted(set(excluded)), "link_down_to_free_s": None if freed is None else round(freed, 2),
             "healthy_utilisation": round(use, 3), "acked": acked}

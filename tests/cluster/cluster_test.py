@@ -119,11 +119,12 @@ def link(host, state):
 
 
 def scratch_left(host, experiment):
-    """The experiment's scratch folder on a host, if any is left."""
+    """What is left of the experiment's scratch folder on a host (its files with their times), or ""."""
     r = subprocess.run([CLUSTER, "exec", NAMESPACE[host], "sh", "-c",
-                        f"ls -A /tmp/tune-scratch/{experiment} 2>/dev/null && echo LEFT"],
+                        f"test -e /tmp/tune-scratch/{experiment} && "
+                        f"find /tmp/tune-scratch/{experiment} -printf '%TT %p\\n' | sort"],
                        capture_output=True, text=True)
-    return "LEFT" in r.stdout
+    return r.stdout.strip()
 
 
 def start(args, **kwargs):
@@ -628,7 +629,8 @@ def case_blame():
     check(HOST1 not in excluded, f"{HOST1} was taken out: {excluded}")
     wait_until_clean(30)
     for host in (HOST1, HOST2):
-        check(not scratch_left(host, "blame"), f"scratch of blame left on {host}")
+        left = scratch_left(host, "blame")
+        check(not left, f"scratch of blame left on {host} (at {time.strftime('%T')}):\n{left}")
     print(f"ok: {len(retries)} lost attempts, all blamed on {HOST2}; {HOST1}: {hosts[HOST1]}")
 
 
@@ -647,14 +649,24 @@ def case_link_down():
         deadline = time.time() + 60
         while time.time() < deadline and not events(storage, "trial_retry"):
             time.sleep(0.2)
+        # The cut-off host's ranks see the driver's connection die within
+        # host_timeout and remove their trial's scratch themselves: the
+        # driver's clean at the end cannot reach a host that is cut off.
+        cut_off_left = scratch_left(HOST2, "link")
+        while cut_off_left and time.time() - down < 18:
+            time.sleep(0.2)
+            cut_off_left = scratch_left(HOST2, "link")
         time.sleep(max(0.0, 20 - (time.time() - down)))
     finally:
         link(HOST2, "up")
     code, out = finish(proc, 300)
+    with open(work.join("tune.log"), "w") as f:
+        f.write(out)
     check(code == 0, f"the sweep failed ({code}):\n{out[-3000:]}")
     check_finished_whole(storage, "link", 6, 40)
     retries = events(storage, "trial_retry")
     check(retries, "no attempt was lost: the test did not test")
+    check(not cut_off_left, f"the groups cut off on {HOST2} left their scratch while its link was down:\n{cut_off_left}")
     with sqlite3.connect(os.path.join(storage, "tune.db")) as db:
         retry_time = db.execute("SELECT min(time) FROM events WHERE kind = 'trial_retry'").fetchone()[0]
         later = db.execute("SELECT detail_json FROM events WHERE kind = 'trial_started' AND time > ?", (down,)).fetchall()
@@ -662,7 +674,7 @@ def case_link_down():
     for _, _, _, d in retries:
         # A group that could not even start there names no culprit: its hosts are suspects, each checked.
         check(d["hosts"] == [HOST2] or (not d["hosts"] and HOST2 in d["suspects"]),
-              f"a lost attempt blamed {d['hosts']} (suspects {d['suspects']}), not {HOST2}")
+              f"a lost attempt blamed {d['hosts']} (suspects {d['suspects']}), not {HOST2}: {d}")
     hosts = host_table(storage, "link")
     for host in (HOST1, HOST3):
         check(hosts[host]["lost"] == 0 and hosts[host]["state"] == "active", f"{host} did nothing wrong: {hosts}")
@@ -670,7 +682,8 @@ def case_link_down():
     check(any(HOST2 not in h for h in healthy), f"no trial started on the healthy hosts after the link went down: {healthy}")
     wait_until_clean(60)
     for host in NAMESPACE:
-        check(not scratch_left(host, "link"), f"scratch of link left on {host}")
+        left = scratch_left(host, "link")
+        check(not left, f"scratch of link left on {host} (at {time.strftime('%T')}):\n{left}")
     print(f"ok: the group on {HOST2} was given up {retry_time - down:.1f} s after its link went down; "
           f"{len(later)} attempts started after it; no process or scratch left")
 

@@ -6,7 +6,9 @@
 // drain on request.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
+#include <map>
 
 #include "driver_test_util.h"
 #include "tuner/driver/driver.h"
@@ -69,6 +71,30 @@ TEST(DriverHosts, EveryHostPassingThePreflightRuns) {
   ASSERT_EQ(h.fake->checks.size(), 2u);
   EXPECT_TRUE(h.step());
   EXPECT_EQ(h.fake->started.size(), 2u);
+}
+
+// At the end every host removes the experiment's scratch; a host whose clean
+// fails (its link down for a moment) is asked again, not left with it.
+TEST(DriverHosts, AHostWhoseScratchCleanFailsIsAskedAgainAtTheEnd) {
+  Harness h;
+  std::map<std::string, int> cleans;
+  h.answer = [&cleans](const HostCheckRequest& r) {
+    if (r.clean_experiment.empty()) return HostCheckResult{r.host, true, "", false};
+    const int n = ++cleans[r.host];
+    return HostCheckResult{r.host, r.host != "127.0.0.3" || n > 2, "host " + r.host + " unreachable", true};
+  };
+  h.open(hosts_spec(2), 1, nullptr, false, true, kHosts);
+  ASSERT_TRUE(h.step());
+  ASSERT_EQ(h.fake->started.size(), 2u);
+  h.fake->end({0, 1}, false);
+  h.fake->end({1, 1}, false);
+  while (h.step()) {
+  }
+  const auto begun = std::chrono::steady_clock::now();
+  h.finish();
+  EXPECT_EQ(cleans["127.0.0.2"], 1);
+  EXPECT_EQ(cleans["127.0.0.3"], 3) << "the failed clean was not asked again";
+  EXPECT_GE(std::chrono::steady_clock::now() - begun, std::chrono::seconds(2)) << "asked again at once, not a second apart";
 }
 
 TEST(DriverHosts, ALostAttemptCountsOnlyAgainstTheBlamedHost) {

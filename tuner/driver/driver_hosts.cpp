@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <iostream>
+#include <map>
 #include <thread>
 
 #include "base/error.h"
@@ -222,24 +223,42 @@ void Driver::hosts_housekeeping() {
 
 // Streamed checkpoints leave files in each host's scratch (a lost attempt
 // cannot clean up after itself): at the end every host removes the
-// experiment's folder there. Bounded; a host that does not answer keeps it.
+// experiment's folder there. A host whose clean fails (its link down for a
+// moment, OpenMPI's daemon not starting) is asked again each second until the
+// deadline; one that never answers keeps it, and the user is told.
 void Driver::clean_scratch() {
   if (pool_.single_host() || sweep_.spec.checkpoint.shared_filesystem || !executor_ || !executor_->checks_hosts())
     return;
-  size_t asked = 0;
-  for (const Host& host : pool_.hosts()) {
-    executor_->check_host({host.name, {}, sweep_.spec.name});
-    asked += 1;
-  }
-  size_t answered = 0;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
-  while (answered < asked && std::chrono::steady_clock::now() < deadline) {
-    for (const auto& result : executor_->take_host_checks()) {
-      if (!result.clean) continue;
-      answered += 1;
-      if (!result.ok && run_.verbose) std::cerr << "tune: " << result.problem << "\n";
+  using Clock = std::chrono::steady_clock;
+  struct Clean {
+    Clock::time_point ask_at;
+    bool asked = false;
+    std::string problem;
+  };
+  std::map<std::string, Clean> left;
+  for (const Host& host : pool_.hosts()) left[host.name] = {Clock::now(), false, ""};
+  const auto deadline = Clock::now() + std::chrono::seconds(15);
+  while (!left.empty() && Clock::now() < deadline) {
+    for (auto& [host, clean] : left) {
+      if (clean.asked || Clock::now() < clean.ask_at) continue;
+      executor_->check_host({host, {}, sweep_.spec.name});
+      clean.asked = true;
     }
-    if (answered < asked) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    for (const auto& result : executor_->take_host_checks()) {
+      auto it = left.find(result.host);
+      if (!result.clean || it == left.end()) continue;
+      if (result.ok) {
+        left.erase(it);
+      } else {
+        it->second = {Clock::now() + std::chrono::seconds(1), false, result.problem};
+      }
+    }
+    if (!left.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  for (const auto& [host, clean] : left) {
+    std::cerr << "tune: could not remove the scratch folder of " << sweep_.spec.name << " on host " << host
+              << " (remove it by hand: " << sweep_.spec.name << " in $TUNE_SCRATCH or /tmp/tune-scratch there): "
+              << (clean.problem.empty() ? "no answer within 15 s" : clean.problem) << "\n";
   }
 }
 

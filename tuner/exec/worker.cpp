@@ -13,6 +13,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <mutex>
+#include <random>
 #include <sstream>
 #include <thread>
 
@@ -66,10 +68,59 @@ Ranks mpi_ranks() {
   return r;
 }
 
+// This group's mark, drawn once by rank 0 and part of every scratch folder
+// it names: a group given up that has not ended yet (a host cut off) and a
+// later attempt of the same trial on the same host never share a folder.
+const std::string& group_mark() {
+  static const std::string mark = [] {
+    std::random_device random;
+    char text[9];
+    std::snprintf(text, sizeof text, "%08x", static_cast<unsigned>(random()));
+    return std::string(text);
+  }();
+  return mark;
+}
+
 // Where a streaming trial keeps its files on this host.
 std::string scratch_dir(const TrialStart& start) {
   const fs::path root = scratch_root();
-  return (root / start.experiment / trial_folder_name(start.trial_index)).string();
+  return (root / start.experiment / (trial_folder_name(start.trial_index) + "." + group_mark())).string();
+}
+
+// A streaming trial's folder on this host while its attempt runs (leaders
+// only). A group that ends because the driver gave it up or is gone removes
+// it first, as a trial's normal end does: the driver's clean at the end of
+// the experiment cannot reach a host that is cut off.
+class ScratchInUse {
+ public:
+  void set(const std::string& dir) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    dir_ = dir;
+  }
+  // Removes the folder, and the experiment's once no other trial uses it.
+  void remove() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (dir_.empty()) return;
+    std::error_code ec;
+    for (int i = 0; i < 3 && fs::exists(dir_, ec); ++i) fs::remove_all(dir_, ec);  // ranks may still write
+    fs::remove(fs::path(dir_).parent_path(), ec);
+    dir_.clear();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::string dir_;
+};
+
+ScratchInUse& scratch_in_use() {
+  static ScratchInUse scratch;
+  return scratch;
+}
+
+// The group ends without the driver (it gave the group up, or is gone).
+[[noreturn]] void end_group(int code) {
+  scratch_in_use().remove();
+  std::_Exit(code);
 }
 
 // Rank 0 holds a restored checkpoint in `dir`; the leaders of the other
@@ -112,7 +163,7 @@ class WorkerSession : public SessionBase {
     if (ranks_.rank != 0) return true;
     const bool stream = start_.stream_checkpoints && !checkpoint_dir.empty();
     // The driver gone, or not speaking the protocol: nothing to report to.
-    if (!send_result(metrics, checkpoint_dir, stream)) std::_Exit(kExitLostDriver);
+    if (!send_result(metrics, checkpoint_dir, stream)) end_group(kExitLostDriver);
     sent_streamed_ = stream ? checkpoint_dir : "";
     return true;
   }
@@ -123,7 +174,7 @@ class WorkerSession : public SessionBase {
     if (ranks_.rank == 0) {
       auto frame = receive_message(fd_);
       auto reply = frame ? decode_down(*frame) : std::nullopt;
-      if (!reply || !std::holds_alternative<VerdictMessage>(*reply)) std::_Exit(kExitLostDriver);
+      if (!reply || !std::holds_alternative<VerdictMessage>(*reply)) end_group(kExitLostDriver);
       const Verdict answer = std::get<VerdictMessage>(*reply).verdict;
       verdict = answer == Verdict::kStop ? "s" : answer == Verdict::kRunAhead ? "a" : "c";
       log_ack(start_, iteration, answer);
@@ -174,6 +225,8 @@ std::string next_command(int fd) {
     const std::string error = receive_checkpoint(fd, *files, dir).error;
     if (!error.empty()) {
       std::cerr << "tune worker: " << error << "\n";
+      scratch_in_use().set(trial.trial_dir);
+      scratch_in_use().remove();
       return shutdown;
     }
     trial.checkpoint->path = dir;
@@ -229,7 +282,7 @@ class DriverWatch {
       if (!gone && ::poll(&p, 1, 100) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR))) gone = true;
       if (gone && in_trial_) {
         std::cerr << "tune worker: the driver is gone; ending the group\n";
-        std::_Exit(kExitDriverGone);
+        end_group(kExitDriverGone);
       }
       if (gone) std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
@@ -290,7 +343,7 @@ class HostWatch {
         pollfd p{fd_, POLLRDHUP, 0};
         if (::poll(&p, 1, 100) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) && !done_) {
           std::cerr << "tune worker: the driver gave this group up or is gone; ending it\n";
-          std::_Exit(kExitDriverGone);
+          end_group(kExitDriverGone);
         }
       }
     });
@@ -344,6 +397,7 @@ void run_worker() {
     auto command = decode_down(parse_json(text));
     if (!command || !std::holds_alternative<RunMessage>(*command)) break;
     const TrialStart& start = std::get<RunMessage>(*command).trial;
+    if (start.stream_checkpoints && ranks.leader) scratch_in_use().set(start.trial_dir);
     if (start.stream_checkpoints) {
       if (ranks.leader) fs::create_directories(start.trial_dir);
       if (start.checkpoint) share_checkpoint(ranks, start.checkpoint->path);
@@ -385,17 +439,14 @@ void run_worker() {
             "tune worker rank " + std::to_string(ranks.rank) + ": " + std::get<ErrorMessage>(outcome).message + "\n";
         std::cerr << line << std::flush;
       }
+      if (ranks.leader) scratch_in_use().remove();  // the driver retries from its own copy
       MPI_Abort(MPI_COMM_WORLD, kExitFatalTrial);
     }
     if (start.stream_checkpoints) {
       MPI_Barrier(MPI_COMM_WORLD);  // every rank is done with the trial's files
-      std::error_code ec;
-      if (ranks.leader) {
-        // This host's scratch: the driver has what matters. The experiment's
-        // folder goes too once no other trial of it uses this host.
-        fs::remove_all(start.trial_dir, ec);
-        fs::remove(fs::path(start.trial_dir).parent_path(), ec);
-      }
+      // This host's scratch: the driver has what matters. The experiment's
+      // folder goes too once no other trial of it uses this host.
+      if (ranks.leader) scratch_in_use().remove();
     }
     if (ranks.rank == 0 && !send_message(fd, encode(outcome))) break;
   }
