@@ -183,14 +183,20 @@ void append_json(std::string& out, const Json& value) {
       append_number(out, value.get<uint64_t>());
       return;
     case Json::value_t::number_float: {
-      const double number = value.get<double>();
+      const double number = *value.get_ptr<const Json::number_float_t*>();
       if (!std::isfinite(number)) {
         out += "null";
         return;
       }
-      const size_t start = out.size();
-      append_number(out, number);
-      if (out.find_first_of(".e", start) == std::string::npos) out += ".0";  // reads back as a float
+      char buffer[40];
+      char* end = std::to_chars(buffer, buffer + 32, number).ptr;
+      bool fraction = false;  // without '.' or 'e' it would read back as an integer
+      for (const char* c = buffer; c < end && !fraction; ++c) fraction = *c == '.' || *c == 'e';
+      if (!fraction) {
+        *end++ = '.';
+        *end++ = '0';
+      }
+      out.append(buffer, end);
       return;
     }
     case Json::value_t::null:

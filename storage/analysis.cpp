@@ -44,15 +44,35 @@ std::optional<double> trial_score(const std::vector<ResultRecord>& results, cons
   return sum / static_cast<double>(count);
 }
 
-std::string best_checkpoint(Store& store, int64_t trial_id, const std::string& mode) {
-  auto checkpoints = store.checkpoints(trial_id);
-  if (checkpoints.empty()) return "";
+namespace {
+// The best of one trial's checkpoints [first, last), in id order.
+std::string best_of(const CheckpointRecord* first, const CheckpointRecord* last, const std::string& mode) {
+  if (first == last) return "";
   const CheckpointRecord* best = nullptr;
-  for (const auto& c : checkpoints) {
-    if (!c.score) continue;
-    if (!best || (mode == "max" ? *c.score > *best->score : *c.score < *best->score)) best = &c;
+  for (const CheckpointRecord* c = first; c != last; ++c) {
+    if (!c->score) continue;
+    if (!best || (mode == "max" ? *c->score > *best->score : *c->score < *best->score)) best = c;
   }
-  return best ? best->path : checkpoints.back().path;
+  return best ? best->path : (last - 1)->path;
+}
+}  // namespace
+
+std::string best_checkpoint(Store& store, int64_t trial_id, const std::string& mode) {
+  const auto checkpoints = store.checkpoints(trial_id);
+  return best_of(checkpoints.data(), checkpoints.data() + checkpoints.size(), mode);
+}
+
+std::map<int64_t, std::string> best_checkpoints(Store& store, int64_t experiment_id, const std::string& mode) {
+  const auto checkpoints = store.experiment_checkpoints(experiment_id);
+  std::map<int64_t, std::string> out;
+  const CheckpointRecord* end = checkpoints.data() + checkpoints.size();
+  for (const CheckpointRecord* first = checkpoints.data(); first != end;) {
+    const CheckpointRecord* last = first;
+    while (last != end && last->trial_id == first->trial_id) ++last;
+    out[first->trial_id] = best_of(first, last, mode);
+    first = last;
+  }
+  return out;
 }
 
 std::optional<BestTrial> best_trial(Store& store, const ExperimentRecord& experiment, const std::string& metric,

@@ -3,6 +3,7 @@
 // while a sweep runs, after it, and from another process.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -41,6 +42,9 @@ std::optional<BestTrial> best_trial(Store& store, const ExperimentRecord& experi
 // The checkpoint of `trial` that is best by `metric`/`mode` (by recorded score
 // when present, else the latest). "" if the trial has none.
 std::string best_checkpoint(Store& store, int64_t trial_id, const std::string& mode);
+// best_checkpoint() of every trial of an experiment that has a checkpoint, by
+// trial id, from one query.
+std::map<int64_t, std::string> best_checkpoints(Store& store, int64_t experiment_id, const std::string& mode);
 
 // The checkpoint `tune predict` and `tune serve` use: the best trial of
 // `experiment` in the store at `storage` by `metric`/`mode` (default: the

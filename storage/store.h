@@ -218,6 +218,9 @@ class Store {
   virtual void mark_checkpoint_deleted(int64_t checkpoint_id) = 0;
   // Live (not deleted) checkpoints of a trial, oldest first.
   virtual std::vector<CheckpointRecord> checkpoints(int64_t trial_id) = 0;
+  // Every trial's checkpoints (as checkpoints()), ordered by trial then id:
+  // one query for a whole experiment.
+  virtual std::vector<CheckpointRecord> experiment_checkpoints(int64_t experiment_id) = 0;
 
   // --- PBT lineage
   virtual int64_t add_exploit(const ExploitRecord& exploit) = 0;

@@ -94,6 +94,7 @@ ResultGrid result_grid(Store& store, const ExperimentRecord& experiment, const s
   const std::string mode = experiment.mode.empty() ? "min" : experiment.mode;
   std::vector<Result> results;
   results.reserve(trials.size());
+  const std::map<int64_t, std::string> checkpoints = best_checkpoints(store, experiment.id, mode);
   for (internal::TrialOutcome& trial : trials) {
     Result r;
     r.trial_index = trial.index;
@@ -101,7 +102,7 @@ ResultGrid result_grid(Store& store, const ExperimentRecord& experiment, const s
     r.status = std::move(trial.status);
     r.config = std::move(trial.config);
     r.metrics = std::move(trial.last_result);
-    r.checkpoint = best_checkpoint(store, trial.row, mode);
+    if (auto it = checkpoints.find(trial.row); it != checkpoints.end()) r.checkpoint = it->second;
     r.error = std::move(trial.error);
     results.push_back(std::move(r));
   }

@@ -82,6 +82,9 @@ constexpr const char* kDeleteCheckpoint = "UPDATE checkpoints SET deleted = 1 WH
 constexpr const char* kListCheckpoints =
     "SELECT id, trial_id, iteration, path, score, deleted, created_at FROM checkpoints"
     " WHERE trial_id = ? AND deleted = 0 ORDER BY id";
+constexpr const char* kListExperimentCheckpoints =
+    "SELECT c.id, c.trial_id, c.iteration, c.path, c.score, c.deleted, c.created_at FROM checkpoints c"
+    " JOIN trials t ON t.id = c.trial_id WHERE t.experiment_id = ? AND c.deleted = 0 ORDER BY c.trial_id, c.id";
 constexpr const char* kSavepoint = "SAVEPOINT rows";
 constexpr const char* kRelease = "RELEASE rows";
 constexpr const char* kRollbackTo = "ROLLBACK TO rows";

@@ -3,8 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <random>
 
 #include "base/error.h"
+#include "storage/store.h"
+#include "test_util.h"
 
 namespace tune {
 namespace {
@@ -50,6 +53,43 @@ TEST(TrialScore, SkipsMissingAndNonFiniteValues) {
 TEST(TrialScore, RejectsUnknownScopeAndMode) {
   EXPECT_THROW(trial_score(curve({1}), "loss", "min", "best"), ConfigError);
   EXPECT_THROW(trial_score(curve({1}), "loss", "lowest", "last"), ConfigError);
+}
+
+// best_checkpoints (one query for the experiment) picks, for every trial,
+// what best_checkpoint (one query a trial) picks: random trials of random
+// checkpoints, scored or not, some deleted, in two experiments.
+TEST(BestCheckpoints, EachTrialsPickIsBestCheckpointsOwn) {
+  testing::TempDir tmp;
+  auto store = Store::open(tmp.path());
+  std::mt19937_64 rng(7);
+  const int64_t a = store->create_experiment(ExperimentRecord{0, "a"});
+  const int64_t b = store->create_experiment(ExperimentRecord{0, "b"});
+  std::vector<int64_t> trials_of_a;
+  for (int64_t index = 0; index < 60; ++index) {
+    for (const int64_t experiment : {a, b}) {
+      const int64_t trial = store->add_trial(experiment, index, {{"i", index}});
+      if (experiment == a) trials_of_a.push_back(trial);
+      const int checkpoints = static_cast<int>(rng() % 5);  // none for a fifth of the trials
+      for (int k = 0; k < checkpoints; ++k) {
+        std::optional<double> score;
+        if (rng() % 3 != 0) score = static_cast<double>(rng() % 7);  // ties too
+        const int64_t id = store->add_checkpoint(trial, k + 1, "t" + std::to_string(trial) + "/c" + std::to_string(k), score, k);
+        if (rng() % 5 == 0) store->mark_checkpoint_deleted(id);
+      }
+    }
+  }
+  for (const std::string mode : {"min", "max"}) {
+    const auto picks = best_checkpoints(*store, a, mode);
+    size_t with = 0;
+    for (const int64_t trial : trials_of_a) {
+      const std::string one = best_checkpoint(*store, trial, mode);
+      const auto it = picks.find(trial);
+      EXPECT_EQ(it == picks.end() ? "" : it->second, one) << "trial " << trial << " " << mode;
+      with += !one.empty();
+    }
+    EXPECT_EQ(picks.size(), with) << "a trial of the other experiment, or one without a checkpoint, was picked";
+    EXPECT_GT(with, 20u);
+  }
 }
 
 }  // namespace

@@ -6,8 +6,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <cstdio>
 #include <limits>
 #include <map>
+#include <vector>
 
 #include "test_util.h"
 #include "base/error.h"
@@ -512,6 +515,26 @@ TEST_F(StoreLeases, LeasesOfExperimentsAreIndependent) {
   auto never_gone = [](const LeaseRecord&) { return false; };
   EXPECT_FALSE(store->take_lease(exp_id, {"h", 1, 1, 1}, never_gone));
   EXPECT_FALSE(store->take_lease(other, {"h", 2, 1, 1}, never_gone));
+}
+
+}  // namespace
+}  // namespace tune
+
+namespace tune {
+namespace {
+
+// trial_folder_name is "trial_%05lld" (the oracle: snprintf) without printf.
+TEST(StoreNames, TrialFolderNamesAreThoseOfPrintf) {
+  const std::vector<int64_t> indices = {0,         1,          9,      10,     99,     9999,   10000,  12345,
+                                        99999,     100000,     123456, -1,     -3,     -12345, -123456,
+                                        INT64_MAX, INT64_MIN + 1};
+  std::vector<int64_t> all = indices;
+  for (int64_t i = 0; i < 2000; ++i) all.push_back(i * 997);
+  for (int64_t index : all) {
+    char expected[40];
+    std::snprintf(expected, sizeof expected, "trial_%05lld", static_cast<long long>(index));
+    EXPECT_EQ(trial_folder_name(index), expected) << index;
+  }
 }
 
 }  // namespace

@@ -25,6 +25,7 @@ std::atomic<int> g_interrupt_requests{0};
 
 Driver::Driver(PreparedSweep sweep, RunConfig run, bool resume, DriverEnvironment env)
     : sweep_(std::move(sweep)),
+      trial_setup_(sweep_.spec.setup()),
       run_(std::move(run)),
       resume_(resume),
       env_(std::move(env)),
@@ -302,7 +303,7 @@ void Driver::start(TrialState& trial, const Placement& placement) {
   start.exploits = trial.exploits;
   start.checkpoint = trial.checkpoint;
   start.cpus = sweep_.spec.resources.cpus_per_worker;
-  start.setup = sweep_.spec.setup();
+  start.setup = trial_setup_;
   start.run_ahead = next_result_runs_ahead(trial);
   // The executor makes the trial's folder where the trial runs (the trial's
   // own thread, the worker on its host): a mkdir costs the driver's loop more

@@ -192,6 +192,7 @@ class Driver {
   double last_request_poll_ = 0, started_unix_ = 0;
 
   PreparedSweep sweep_;
+  Json trial_setup_;  // sweep_.spec.setup(), made once: every TrialStart carries it
   RunConfig run_;
   bool resume_;
   DriverEnvironment env_;
