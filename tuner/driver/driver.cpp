@@ -573,14 +573,18 @@ void Driver::print_progress(bool final) {
   std::vector<ProgressRow> rows;
   std::vector<const TrialState*> packed(trials_.size(), nullptr);
   rows.reserve(trials_.size());
+  // Every row holds only its metric (what ranks it); the rows the table
+  // shows get their config and result below. Copying every trial's (a PBT
+  // population of 10,000) held the loop for ~80 ms.
   for (const auto& [index, trial] : trials_) {
     ProgressRow row{index, status_name(lifecycle_.status(index)), Json(), Json(), trial.error};
+    packed[rows.size()] = &trial;
     if (trial.packed.empty()) {
-      row.config = trial.config;
-      row.last_result = trial.last_result;
-    } else {  // ranked by its metric; unpacked below only if the table shows it
-      packed[rows.size()] = &trial;
-      if (!metric.empty() && !std::isnan(trial.packed_metric)) row.last_result = {{metric, trial.packed_metric}};
+      if (!metric.empty() && trial.last_result.is_object()) {
+        if (auto it = trial.last_result.find(metric); it != trial.last_result.end()) row.last_result = {{metric, *it}};
+      }
+    } else if (!metric.empty() && !std::isnan(trial.packed_metric)) {
+      row.last_result = {{metric, trial.packed_metric}};
     }
     rows.push_back(std::move(row));
   }
@@ -588,9 +592,15 @@ void Driver::print_progress(bool final) {
   shown.push_back(0);  // the first row names the parameter columns when nothing is sampled
   for (size_t i : shown) {
     if (i >= rows.size() || !packed[i]) continue;
-    TrialRecordView view = unpacked(*packed[i]);
-    rows[i].config = std::move(view.config);
-    rows[i].last_result = std::move(view.last_result);
+    const TrialState& trial = *packed[i];
+    if (trial.packed.empty()) {
+      rows[i].config = trial.config;
+      rows[i].last_result = trial.last_result;
+    } else {
+      TrialRecordView view = unpacked(trial);
+      rows[i].config = std::move(view.config);
+      rows[i].last_result = std::move(view.last_result);
+    }
     packed[i] = nullptr;
   }
   std::vector<std::string> sampled;

@@ -98,19 +98,23 @@ std::vector<size_t> progress_order(const std::string& metric, const std::string&
                                    const std::vector<ProgressRow>& rows, size_t max_rows) {
   std::vector<size_t> order(rows.size());
   std::iota(order.begin(), order.end(), size_t{0});
-  auto score = [&](const ProgressRow& row) {
-    if (metric.empty() || !row.last_result.is_object()) return std::nan("");
+  // Each row's score and whether it runs, read once (not in every comparison).
+  std::vector<double> scores(rows.size(), std::nan(""));
+  std::vector<char> running(rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const ProgressRow& row = rows[i];
+    running[i] = row.status == "RUNNING";
+    if (metric.empty() || !row.last_result.is_object()) continue;
     auto it = row.last_result.find(metric);
-    return it != row.last_result.end() && it->is_number() ? it->get<double>() : std::nan("");
-  };
+    if (it != row.last_result.end() && it->is_number()) scores[i] = it->get<double>();
+  }
+  const bool max = mode == "max";
   auto before = [&](size_t i, size_t j) {
-    const ProgressRow &a = rows[i], &b = rows[j];
-    bool ra = a.status == "RUNNING", rb = b.status == "RUNNING";
-    if (ra != rb) return ra;
-    double sa = score(a), sb = score(b);
+    if (running[i] != running[j]) return running[i] != 0;
+    const double sa = scores[i], sb = scores[j];
     if (std::isnan(sa) != std::isnan(sb)) return !std::isnan(sa);
-    if (!std::isnan(sa) && sa != sb) return mode == "max" ? sa > sb : sa < sb;
-    return a.trial_index < b.trial_index;
+    if (!std::isnan(sa) && sa != sb) return max ? sa > sb : sa < sb;
+    return rows[i].trial_index < rows[j].trial_index;
   };
   // The first max_rows of the stable order: a total order (ties end on the
   // trial index), so a partial sort gives the same rows.
