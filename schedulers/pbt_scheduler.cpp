@@ -154,6 +154,7 @@ TrialDecision PbtScheduler::on_result(int64_t trial, const Json& result) {
 // Keeps `time_shared_` (the trials paused by time sharing, by time) in step
 // with Member::paused: paused at time `at`, or no longer (nullopt).
 void PbtScheduler::set_time_shared(int64_t trial, Member& m, std::optional<double> at) {
+  if (m.paused != at.has_value()) paused_or_resumed_.insert(trial);
   if (m.paused) time_shared_.erase({m.paused_at, trial});
   m.paused = at.has_value();
   m.paused_at = at.value_or(0);
@@ -290,15 +291,20 @@ Json PbtScheduler::save_state() const {
 // generator as a count of draws since the last whole state, more_trials.
 // Members change in place (unlike ASHA's lists, which only grow), so the
 // parts since a whole state add up to more than it: once they hold four
-// times the population (at least 256 members), the next save is whole
-// (nullopt), and what the parts cost stays proportional to the results.
-// At most `max_members` members, those changed first: the rest stay changed
-// for the next part.
+// times the population (at least 256 members), the next save holds every
+// member, those changed first (Scheduler's "base" run of parts): its first
+// part carries the generator, its last says "rebased", and the driver then
+// drops the parts before it. What the parts cost stays proportional to the
+// results, and no save writes the whole population in one turn (a whole
+// state of 10,000 members took 12-38 ms). At most `max_members` members a
+// part, those changed first: the rest stay changed for the next part.
 std::optional<Json> PbtScheduler::save_state_part_up_to(size_t max_members) {
   auto forget_changes = [this] {
     dirty_.clear();
     dirty_order_.clear();
+    paused_or_resumed_.clear();
     part_quota_ = 0;
+    rebasing_ = false;
   };
   const std::optional<uint64_t> drawn = draws_between(saved_rng_, rng_, kDrawLimit);
   if (!drawn) {  // never in practice: resynchronise through a whole state
@@ -313,22 +319,48 @@ std::optional<Json> PbtScheduler::save_state_part_up_to(size_t max_members) {
   // A save goes through the members changed when it began; those that
   // change meanwhile wait for the next one (or each would be saved with
   // every change).
-  if (part_quota_ == 0) part_quota_ = dirty_order_.size();
-  const size_t n = std::min({max_members, part_quota_, dirty_order_.size()});
-  part_quota_ -= n;
-  if (n == 0 && *drawn == 0 && more_trials_ == saved_more_trials_) return Json();  // nothing new
+  bool base = false;
+  if (part_quota_ == 0) {
+    if (!rebasing_ && part_entries_ > 4 * std::max<size_t>(members_.size(), 64)) {
+      rebasing_ = base = true;  // every member, those changed first
+      part_entries_ = 0;
+      for (const auto& [trial, member] : members_)
+        if (dirty_.insert(trial).second) dirty_order_.push_back(trial);
+    }
+    part_quota_ = dirty_order_.size();
+  }
+  // The members paused or resumed first (the store's statuses need them),
+  // then up to max_members of those changed first; an entry of dirty_order_
+  // whose member went in such an earlier part is passed over.
+  std::vector<int64_t> trials;
+  for (int64_t trial : paused_or_resumed_)
+    if (members_.count(trial) && dirty_.erase(trial)) trials.push_back(trial);
+  paused_or_resumed_.clear();
+  for (size_t taken = 0; taken < max_members && part_quota_ > 0 && !dirty_order_.empty();) {
+    const int64_t trial = dirty_order_.front();
+    dirty_order_.pop_front();
+    --part_quota_;
+    if (!dirty_.erase(trial)) continue;
+    trials.push_back(trial);
+    ++taken;
+  }
+  const size_t n = trials.size();
+  if (n == 0 && *drawn == 0 && more_trials_ == saved_more_trials_ && !base && !rebasing_) return Json();  // nothing new
   saved_more_trials_ = more_trials_;
   part_entries_ += n;
-  if (part_entries_ > 4 * std::max<size_t>(members_.size(), 64)) {
-    part_entries_ = 0;
-    forget_changes();  // the whole state holds them
-    return std::nullopt;
-  }
-  std::vector<int64_t> trials(dirty_order_.begin(), dirty_order_.begin() + static_cast<std::ptrdiff_t>(n));
-  dirty_order_.erase(dirty_order_.begin(), dirty_order_.begin() + static_cast<std::ptrdiff_t>(n));
-  for (int64_t trial : trials) dirty_.erase(trial);
   std::sort(trials.begin(), trials.end());
-  return Json{{"part", true}, {"members", columns(&trials)}, {"draws", saved_draws_}, {"more_trials", more_trials_}};
+  Json part{{"part", true}, {"members", columns(&trials)}, {"draws", saved_draws_}, {"more_trials", more_trials_}};
+  if (base) {  // the generator itself: the parts before this one may go
+    std::ostringstream rng;
+    rng << rng_;
+    part["base"] = true;
+    part["rng"] = rng.str();
+  }
+  if (rebasing_ && part_quota_ == 0) {
+    part["rebased"] = true;
+    rebasing_ = false;
+  }
+  return part;
 }
 
 namespace {
@@ -434,7 +466,13 @@ size_t PbtScheduler::restore_members(const Json& members) {
 // A whole state replaces everything; a part (save_state_part()) replaces the
 // members it lists and moves the generator on by its draws.
 void PbtScheduler::restore_state(const Json& state) {
-  if (state.contains("rng")) {
+  if (state.value("base", false)) {  // a part that carries the generator: members are only replaced
+    part_entries_ = restore_members(state.at("members"));
+    std::istringstream rng(state.at("rng").get<std::string>());
+    rng >> rng_;
+    if (!rng) throw Error("pbt state: rng is not a generator's state");
+    saved_draws_ = json_integer<uint64_t>(state.at("draws"));
+  } else if (state.contains("rng")) {
     members_.clear();
     ranked_.clear();
     donors_.clear();
@@ -458,7 +496,9 @@ void PbtScheduler::restore_state(const Json& state) {
   more_trials_ = saved_more_trials_ = state.value("more_trials", true);
   dirty_.clear();  // what was restored is in the store
   dirty_order_.clear();
+  paused_or_resumed_.clear();
   part_quota_ = 0;
+  rebasing_ = false;
 }
 
 void PbtScheduler::update(int64_t trial, Member& m, const std::function<void(Member&)>& change) {

@@ -55,8 +55,9 @@ class PbtScheduler : public Scheduler {
   TrialDecision on_trial_resume(int64_t trial) override;
   void on_no_more_trials() override { more_trials_ = false; }
   Json save_state() const override;
-  // The members changed since the previous part; whole (nullopt) once the
-  // parts since the last whole state hold four times the population.
+  // The members changed since the previous part. Once the parts since the
+  // state they apply on hold four times the population, a save holds every
+  // member instead (a "base" run of parts, over several turns when bounded).
   std::optional<Json> save_state_part() override {
     part_quota_ = 0;  // every change, also those since a bounded save began
     return save_state_part_up_to(SIZE_MAX);
@@ -64,6 +65,11 @@ class PbtScheduler : public Scheduler {
   // At most `max_members` of them, those changed first; the rest wait for
   // the next part (state_part_pending()).
   std::optional<Json> save_state_part_up_to(size_t max_members) override;
+  // The members paused or resumed since the last part, and up to
+  // `max_members` of the others (every part holds those: they are few).
+  std::optional<Json> save_state_part_for_pause(size_t max_members) override {
+    return save_state_part_up_to(max_members);
+  }
   bool state_part_pending() const override { return part_quota_ > 0; }
   void restore_state(const Json& state) override;
 
@@ -158,12 +164,14 @@ class PbtScheduler : public Scheduler {
   // part holds the count, not the generator's 5 KB state), more_trials_
   // then, and how many members the parts since the last whole state hold.
   std::unordered_set<int64_t> dirty_;
-  std::deque<int64_t> dirty_order_;  // dirty_, in the order they changed first
+  std::deque<int64_t> dirty_order_;  // dirty_, in the order they changed first (and some saved since)
+  std::unordered_set<int64_t> paused_or_resumed_;  // of dirty_: go in the next part, whatever its size
   size_t part_quota_ = 0;            // of them, still to go in the save under way
   std::mt19937_64 saved_rng_;
   uint64_t saved_draws_ = 0;
   bool saved_more_trials_ = true;
   size_t part_entries_ = 0;
+  bool rebasing_ = false;  // the save under way holds every member (a "base" run)
 };
 
 }  // namespace tune::internal

@@ -90,6 +90,12 @@ class Scheduler {
   // tails its lists gained; PBT: the members that changed). Null: nothing
   // new. nullopt (the default): save_state() is saved whole this time, and
   // the next part holds what changes after this call.
+  // A scheduler whose parts rewrite what earlier ones held (PBT's members
+  // change in place) may start over without a whole save: a part with
+  // "base": true begins a run of parts that, once a part with "rebased":
+  // true (the same part or a later one) is stored, holds all the state the
+  // parts before it held; the driver then drops those (not the first part,
+  // which is still restored first and must then be overwritten by them).
   virtual std::optional<Json> save_state_part() { return std::nullopt; }
   // The same, for a save the driver makes only to keep the stored state
   // recent (no pause in the batch): a scheduler whose changes can be split
@@ -100,6 +106,12 @@ class Scheduler {
   // of the ones before; a save that must hold everything (a pause, the end)
   // calls save_state_part().
   virtual std::optional<Json> save_state_part_up_to(size_t /*max_entries*/) { return save_state_part(); }
+  // The save of a batch that pauses a trial: what the store's statuses need
+  // (every trial paused or resumed since the last part: a restored scheduler
+  // must know each trial the store shows PAUSED), and up to about
+  // `max_entries` of the other changes, the rest over the next turns as for
+  // save_state_part_up_to(). Default: save_state_part(), everything.
+  virtual std::optional<Json> save_state_part_for_pause(size_t /*max_entries*/) { return save_state_part(); }
   virtual bool state_part_pending() const { return false; }
   // After restore_state(), each trial the store holds that is not final, with
   // the config it runs with: an exploit after the state was saved changed it.

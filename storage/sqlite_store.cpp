@@ -184,14 +184,24 @@ class SqliteStore final : public Store {
       });
     });
   }
-  void add_scheduler_state_part(int64_t id, const Json& part) override {
-    guard("add_scheduler_state_part", [&] {
+  int64_t add_scheduler_state_part(int64_t id, const Json& part) override {
+    return guard("add_scheduler_state_part", [&] {
       std::string json = dump(part);
       Use s(stmt(kInsertSchedulerStatePart));
       s->bind(1, id);
       s->bindNoCopy(2, json);
       s->bind(3, now());
       s->exec();
+      return db_.getLastInsertRowid();
+    });
+  }
+  int64_t drop_scheduler_state_parts_before(int64_t id, int64_t part_id, int64_t limit) override {
+    return guard("drop_scheduler_state_parts_before", [&] {
+      Use s(stmt(kDropSchedulerStatePartsBefore));
+      s->bind(1, id);
+      s->bind(2, part_id);
+      s->bind(3, limit);
+      return static_cast<int64_t>(s->exec());
     });
   }
   std::vector<Json> scheduler_state_parts(int64_t id) override {

@@ -169,9 +169,13 @@ class Store {
   // Replaces the scheduler's saved state and drops its later parts.
   virtual void set_scheduler_state(int64_t experiment_id, const Json& state) = 0;
   // A later part of the scheduler's state (what was added since the previous
-  // save), applied after scheduler_state on restore, in order.
-  virtual void add_scheduler_state_part(int64_t experiment_id, const Json& part) = 0;
+  // save), applied after scheduler_state on restore, in order. Returns its id.
+  virtual int64_t add_scheduler_state_part(int64_t experiment_id, const Json& part) = 0;
   virtual std::vector<Json> scheduler_state_parts(int64_t experiment_id) = 0;
+  // Drops the oldest parts stored before part `part_id` (the parts from it
+  // on hold everything they held: Scheduler::save_state_part's "base"), at
+  // most `limit` of them; returns how many went.
+  virtual int64_t drop_scheduler_state_parts_before(int64_t experiment_id, int64_t part_id, int64_t limit) = 0;
 
   // --- trials
   // Inserts the trial (status PENDING) and one row per flattened leaf of

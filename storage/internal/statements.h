@@ -20,6 +20,9 @@ constexpr const char* kSetSearcherState =
 constexpr const char* kSetSchedulerState =
     "UPDATE experiments SET scheduler_state = ?, updated_at = ? WHERE id = ?";
 constexpr const char* kDropSchedulerStateParts = "DELETE FROM scheduler_state_parts WHERE experiment_id = ?";
+constexpr const char* kDropSchedulerStatePartsBefore =
+    "DELETE FROM scheduler_state_parts WHERE id IN (SELECT id FROM scheduler_state_parts"
+    " WHERE experiment_id = ? AND id < ? ORDER BY id LIMIT ?)";
 constexpr const char* kInsertSchedulerStatePart =
     "INSERT INTO scheduler_state_parts(experiment_id, state_json, created_at) VALUES (?,?,?)";
 constexpr const char* kListSchedulerStateParts =

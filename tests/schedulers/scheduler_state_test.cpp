@@ -5,6 +5,7 @@
 #include <functional>
 #include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -446,8 +447,9 @@ void expect_pbt_parts_rebuild_the_state(const std::string& type, const Json& par
     auto a = make_scheduler(type, params, "loss", "min");
     PbtScript script{{}, {}, {}, std::mt19937_64(seed), population};
     std::vector<Json> rows;  // as the driver stores them: a whole state or first part, then parts
-    int wholes = 0;
-    int split = 0;  // bounded parts that left changes for the next one
+    int wholes = 0;             // whole states, and runs of parts that replaced the parts before them
+    int split = 0;              // bounded parts that left changes for the next one
+    size_t base = 0;            // rows[base]: the "base" part of a run under way (0: none)
     // everything: what the driver saves with a batch that pauses a trial.
     auto take_part = [&](bool everything = false) {
       std::optional<Json> part =
@@ -458,11 +460,46 @@ void expect_pbt_parts_rebuild_the_state(const std::string& type, const Json& par
         ++wholes;
       } else if (!part->is_null()) {
         rows.push_back(Json::parse(part->dump()));
+        // As the driver does: the parts between the first row and a
+        // finished run's base go (the first row stays, restored first).
+        if (part->value("base", false) && rows.size() > 1) base = rows.size() - 1;
+        if (part->value("rebased", false) && base > 0) {
+          rows.erase(rows.begin() + 1, rows.begin() + static_cast<std::ptrdiff_t>(base));
+          base = 0;
+          ++wholes;
+        }
       }
     };
+    // The paused members a state says (what the store's PAUSED rows need).
+    auto paused_members = [](Scheduler& s) {
+      const Json members = Json::parse(s.save_state().dump()).at("members");
+      std::set<int64_t> out;
+      for (size_t i = 0; i < members.at("trial").size(); ++i)
+        if (members.at("paused")[i].get<bool>()) out.insert(members.at("trial")[i].get<int64_t>());
+      return out;
+    };
+    int pause_saves = 0;
     script.between = take_part;
     for (int step = 0; step < steps; ++step) {
+      const int paused_before = script.pauses;
       script.step(*a);
+      if (bounded && script.pauses > paused_before) {
+        // A batch that pauses a trial: a bounded part, yet what is restored
+        // from the rows knows every paused member (and no other).
+        std::optional<Json> part = a->save_state_part_for_pause(1 + script.rng() % 6);
+        ASSERT_TRUE(part.has_value());
+        if (!part->is_null()) rows.push_back(Json::parse(part->dump()));
+        if (part->value("base", false) && rows.size() > 1) base = rows.size() - 1;
+        if (part->value("rebased", false) && base > 0) {
+          rows.erase(rows.begin() + 1, rows.begin() + static_cast<std::ptrdiff_t>(base));
+          base = 0;
+          ++wholes;
+        }
+        auto b = make_scheduler(type, params, "loss", "min");
+        for (const Json& row : rows) b->restore_state(row);
+        ASSERT_EQ(paused_members(*a), paused_members(*b)) << type << " seed " << seed << " step " << step;
+        ++pause_saves;
+      }
       if (script.rng() % 4 == 0) take_part();
       if (step % 200 == 199) {
         take_part(/*everything=*/true);  // what is not yet saved
@@ -487,6 +524,7 @@ void expect_pbt_parts_rebuild_the_state(const std::string& type, const Json& par
     }
     exploits += script.exploits, pauses += script.pauses, folded += wholes;
     if (bounded) EXPECT_GE(split, 50) << type << " seed " << seed << ": the parts were never split";
+    if (bounded) EXPECT_GE(pause_saves, 10) << type << " seed " << seed << ": no batch paused a trial";
   }
   EXPECT_GE(exploits, at_least) << type;
   EXPECT_GE(pauses, at_least) << type;
@@ -520,9 +558,10 @@ TEST(SchedulerState, Pb2PartsInOrderRebuildTheWholeState) {
 }
 
 // A PBT part holds the members that changed, not the population; parts
-// since the last whole state are bounded (four times the population, at
-// least 256 members), past which the save is whole; a part that does not
-// follow its state is an error.
+// since the state they apply on are bounded (four times the population, at
+// least 256 members), past which a save holds every member (a "base" run of
+// parts, after which the driver drops the parts before it); a part that
+// does not follow its state is an error.
 TEST(SchedulerState, APbtPartHoldsOnlyWhatChanged) {
   auto a = iteration_pbt(1000);
   for (int64_t t = 0; t < 100; ++t) {
@@ -541,17 +580,50 @@ TEST(SchedulerState, APbtPartHoldsOnlyWhatChanged) {
   b->restore_state(first);
   b->restore_state(second);
   EXPECT_EQ(a->save_state().dump(), b->save_state().dump());
-  // 100 members: whole once the parts since the last whole state pass 400 members.
+  // 100 members: once the parts since the state they apply on pass 400
+  // members, a save holds every member, never a whole state: a "base" part
+  // with the generator, "rebased" when it is the run's last.
   int parts = 0;
   std::optional<Json> part;
   for (int i = 0; i < 1000; ++i) {
     (void)a->on_result(i % 100, {{"training_iteration", 3 + i / 100}, {"loss", 0.5}});
     part = a->save_state_part();
-    if (!part) break;
+    ASSERT_TRUE(part.has_value()) << "a whole state";
+    if (part->value("base", false)) break;
     ++parts;
   }
-  EXPECT_EQ(parts, 400 - 101) << "the first part (100) and the second (1) count";
-  EXPECT_FALSE(part.has_value());
+  EXPECT_EQ(parts, 400 - 101 + 1) << "the first part (100) and the second (1) count";
+  EXPECT_EQ(part->at("members").at("trial").size(), 100u);
+  EXPECT_TRUE(part->contains("rng"));
+  EXPECT_TRUE(part->value("rebased", false)) << "unbounded: the run is this one part";
+  auto rebased = iteration_pbt(1000);
+  rebased->restore_state(first);  // the first row stays; the parts before the base go
+  rebased->restore_state(*part);
+  EXPECT_EQ(a->save_state().dump(), rebased->save_state().dump());
+  // Bounded: the run goes over several parts, the members changed first
+  // first, the last one "rebased"; a change during the run waits for the next save.
+  std::vector<Json> run;
+  for (int i = 0; i < 1000 && run.empty(); ++i) {
+    (void)a->on_result(i % 100, {{"training_iteration", 20 + i / 100}, {"loss", 0.4}});
+    Json next = *a->save_state_part_up_to(30);
+    if (next.value("base", false)) run.push_back(next);
+  }
+  ASSERT_EQ(run.size(), 1u);
+  EXPECT_EQ(run[0].at("members").at("trial").size(), 30u);
+  EXPECT_FALSE(run[0].value("rebased", false));
+  const int64_t written = run[0].at("members").at("trial")[0].get<int64_t>();  // already in the run
+  (void)a->on_result(written, {{"training_iteration", 40}, {"loss", 0.125}});
+  while (a->state_part_pending()) run.push_back(*a->save_state_part_up_to(30));
+  ASSERT_EQ(run.size(), 4u) << "30 + 30 + 30 + 10 members";
+  EXPECT_TRUE(run.back().value("rebased", false));
+  for (size_t k = 1; k < run.size(); ++k) EXPECT_FALSE(run[k].contains("rng")) << k;
+  run.push_back(*a->save_state_part_up_to(30));
+  ASSERT_TRUE(run.back().is_object());
+  EXPECT_EQ(run.back().at("members").at("trial"), Json::array({written})) << "changed again during the run: the next save";
+  auto from_run = iteration_pbt(1000);
+  from_run->restore_state(first);
+  for (const Json& p : run) from_run->restore_state(p);
+  EXPECT_EQ(a->save_state().dump(), from_run->save_state().dump());
   // Bounded parts: the members changed first go first; the rest are pending.
   // A bounded save goes through the members changed when it began, and
   // those alone: one that changes meanwhile waits for the next save.

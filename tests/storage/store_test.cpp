@@ -114,6 +114,27 @@ TEST_F(StoreExperiments, SchedulerStatePartsKeepTheirOrderUntilTheWholeStateRepl
   EXPECT_EQ(store->find_experiment("exp")->scheduler_state, Json({{"whole", true}}));
 }
 
+// A run of parts that holds everything the earlier parts held ("base"):
+// the parts before it go, its own and later ones stay, and so do the first
+// part and the other experiments' parts.
+TEST_F(StoreExperiments, PartsBeforeABasePartCanBeDropped) {
+  const int64_t other = store->create_experiment(experiment("other"));
+  store->set_scheduler_state(exp_id, {{"part", 0}});
+  std::vector<int64_t> ids;
+  for (int i = 1; i <= 5; ++i) {
+    ids.push_back(store->add_scheduler_state_part(exp_id, {{"part", i}}));
+    store->add_scheduler_state_part(other, {{"part", 10 + i}});
+  }
+  for (size_t k = 1; k < ids.size(); ++k) EXPECT_GT(ids[k], ids[k - 1]);
+  EXPECT_EQ(store->drop_scheduler_state_parts_before(exp_id, ids[3], 2), 2) << "at most the limit, oldest first";
+  EXPECT_EQ(store->scheduler_state_parts(exp_id), (std::vector<Json>{{{"part", 3}}, {{"part", 4}}, {{"part", 5}}}));
+  EXPECT_EQ(store->drop_scheduler_state_parts_before(exp_id, ids[3], 2), 1);
+  EXPECT_EQ(store->drop_scheduler_state_parts_before(exp_id, ids[3], 2), 0);
+  EXPECT_EQ(store->scheduler_state_parts(exp_id), (std::vector<Json>{{{"part", 4}}, {{"part", 5}}}));
+  EXPECT_EQ(store->find_experiment("exp")->scheduler_state, Json({{"part", 0}}));
+  EXPECT_EQ(store->scheduler_state_parts(other).size(), 5u);
+}
+
 TEST_F(StoreTrials, ConfigRoundTripsAndParamsAreFlattened) {
   Json config = {{"lr", 0.01},
                  {"model", {{"layers", 3}, {"act", "relu"}, {"dims", {64, 32}}}},

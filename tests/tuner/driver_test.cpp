@@ -809,6 +809,84 @@ TEST(DriverState, APeriodicSaveOfAStateThatSplitsIsSpreadOverTheNextTurns) {
   EXPECT_EQ(split->whole_parts, whole_at_open + 1) << "the pause's batch saved everything at once";
 }
 
+// A scheduler's run of parts that holds everything the parts before it held
+// ("base" ... "rebased", Scheduler::save_state_part): once its last part is
+// stored, the driver drops the parts before the run; the first part stays.
+class RebasingScheduler : public ScriptedScheduler {
+ public:
+  using ScriptedScheduler::ScriptedScheduler;
+  std::optional<Json> save_state_part() override { return next(); }
+  std::optional<Json> save_state_part_up_to(size_t) override { return next(); }
+  std::optional<Json> next() {
+    if (parts.empty()) return Json();
+    Json part = parts.front();
+    parts.pop_front();
+    return part;
+  }
+  std::deque<Json> parts = {{{"n", 1}},
+                            {{"n", 2}},
+                            {{"n", 3}},
+                            {{"n", 4}, {"base", true}},
+                            {{"n", 5}},
+                            {{"n", 6}, {"rebased", true}},
+                            {{"n", 7}},
+                            {{"n", 8}, {"base", true}, {"rebased", true}}};
+};
+
+// The "n" of each stored part, in order.
+std::vector<int> stored_part_numbers(Harness& h) {
+  std::vector<int> n;
+  for (const Json& part : h.driver->store().scheduler_state_parts(h.driver->experiment_id()))
+    n.push_back(part.at("n").get<int>());
+  return n;
+}
+
+TEST(DriverState, ARunOfPartsThatHoldsEverythingDropsThePartsBeforeIt) {
+  Harness h;
+  auto scheduler = std::make_unique<RebasingScheduler>(std::map<int64_t, std::deque<TrialDecision>>{});
+  RebasingScheduler* rebasing = scheduler.get();
+  h.open(spec_of(1), 1, std::move(scheduler));
+  ASSERT_TRUE(h.step());
+  auto stored = [&] { return stored_part_numbers(h); };
+  std::vector<std::vector<int>> after;
+  for (int turn = 0; turn < 12 && !rebasing->parts.empty(); ++turn) {
+    h.clock.advance(1.5);  // a periodic save each turn
+    h.fake->report({0, 1}, {{"loss", 0.5}});
+    ASSERT_TRUE(h.step());
+    after.push_back(stored());
+  }
+  ASSERT_TRUE(rebasing->parts.empty());
+  EXPECT_EQ(h.driver->store().find_experiment("fake")->scheduler_state.at("n"), 1)
+      << "the first part stays";
+  const std::vector<std::vector<int>> expected = {{},     {2},     {2, 3},     {2, 3, 4}, {2, 3, 4, 5},
+                                                  {4, 5, 6}, {4, 5, 6, 7}, {8}};
+  EXPECT_EQ(std::vector<std::vector<int>>(after.end() - 8, after.end()), expected);
+}
+
+// Many parts before a run: a few go each turn, the oldest first, until none is left.
+TEST(DriverState, ThePartsBeforeARunGoAFewATurnOldestFirst) {
+  Harness h;
+  auto scheduler = std::make_unique<RebasingScheduler>(std::map<int64_t, std::deque<TrialDecision>>{});
+  RebasingScheduler* rebasing = scheduler.get();
+  rebasing->parts.clear();
+  for (int n = 1; n <= 12; ++n) rebasing->parts.push_back({{"n", n}});
+  rebasing->parts.push_back({{"n", 13}, {"base", true}, {"rebased", true}});
+  h.open(spec_of(1), 1, std::move(scheduler));
+  ASSERT_TRUE(h.step());
+  auto stored = [&] { return stored_part_numbers(h); };
+  for (int turn = 0; turn < 20 && !rebasing->parts.empty(); ++turn) {
+    h.clock.advance(1.5);
+    h.fake->report({0, 1}, {{"loss", 0.5}});
+    ASSERT_TRUE(h.step());
+  }
+  ASSERT_TRUE(rebasing->parts.empty());
+  EXPECT_EQ(stored(), (std::vector<int>{10, 11, 12, 13})) << "parts 2-9 in the run's own turn";
+  h.clock.advance(0.01);  // not a save's turn: the rest go all the same
+  h.fake->report({0, 1}, {{"loss", 0.5}});
+  ASSERT_TRUE(h.step());
+  EXPECT_EQ(stored(), (std::vector<int>{13}));
+}
+
 // An exploit does not save the scheduler's state with its batch (PBT exploits
 // in most batches of a large population); a resume hands the restored
 // scheduler each trial's stored config, the exploited one included.

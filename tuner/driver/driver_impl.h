@@ -131,6 +131,7 @@ class Driver {
   void interrupt();
   void stop_and_requeue(const std::string& reason);
   TUNE_PROFILED void save_states(bool force);
+  void drop_old_state_parts();
   TUNE_PROFILED void print_progress(bool final);
   std::optional<double> eta() const;
   void drain();
@@ -227,6 +228,7 @@ class Driver {
   std::map<AttemptId, Placement> live_;  // attempts started and not yet ended
   std::unordered_map<int64_t, int> live_attempts_;  // per trial, of live_: a hash look for the queue's busy test
   int64_t next_index_ = 0;
+  int64_t searcher_state_saved_ = -1;  // next_index_ when the searcher's state was last saved
   bool state_changed_ = false;  // a pause/exploit in this batch: save scheduler state now
   bool stopping_ = false, interrupted_ = false;
   bool launch_left_ = false;  // launch_ready() stopped at starts_per_turn with places left
@@ -235,6 +237,8 @@ class Driver {
   double last_state_save_cost_ = 0;  // seconds the last save of the scheduler's state took
   size_t unpacked_final_ = 0, packed_final_ = 0;  // final trials held as they are, and packed (settle())
   bool scheduler_state_stored_ = false;  // experiments.scheduler_state holds a state (later ones are parts)
+  int64_t state_base_part_ = 0;    // the stored "base" part of a run of parts under way (0: none)
+  int64_t drop_parts_before_ = 0;  // a finished run's base: the parts before it go, a few a turn
   // next_trial() / may_launch(): when every queued trial waited for its old attempt (kWait),
   // the lifecycle's version and attempts_ended_ then; unchanged, so is the answer.
   struct Waiting {
