@@ -103,8 +103,8 @@ class Scheduler {
   // state_part_pending(), and the driver saves the rest over its next turns
   // (PBT at 10,000 members reporting each second: a part of every member,
   // ~20 ms, held every answer of that turn). Each part still applies on top
-  // of the ones before; a save that must hold everything (a pause, the end)
-  // calls save_state_part().
+  // of the ones before. A batch that pauses a trial saves with
+  // save_state_part_for_pause() instead.
   virtual std::optional<Json> save_state_part_up_to(size_t /*max_entries*/) { return save_state_part(); }
   // The save of a batch that pauses a trial: what the store's statuses need
   // (every trial paused or resumed since the last part: a restored scheduler

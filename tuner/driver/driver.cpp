@@ -444,8 +444,10 @@ void Driver::stop_and_requeue(const std::string& reason) {
 void Driver::save_states(bool force) {
   profile::Scope timed(profile::Part::kStateSave);
   const double now = clock_.now();
-  // A pause or exploit is saved with its batch: a restored scheduler must know
-  // every trial the store shows PAUSED (e.g. its ASHA rung), or it is orphaned.
+  // A pause is saved with its batch: a restored scheduler must know every
+  // trial the store shows PAUSED (e.g. its ASHA rung), or it is orphaned
+  // (Scheduler::save_state_part_for_pause). An exploit is not: a resume hands
+  // each trial its stored config (Scheduler::on_trial_restored).
   // Otherwise at most once a second, and a whole state no more often than
   // keeps the saves under ~5 % of the driver's time (a sweep of a million
   // trials must not spend its loop writing it; Ray adapts its experiment
