@@ -87,6 +87,14 @@ std::string scratch_dir(const TrialStart& start) {
   return (root / start.experiment / (trial_folder_name(start.trial_index) + "." + group_mark())).string();
 }
 
+// Removes a trial's scratch folder, and the experiment's once no other trial
+// uses it; again if a rank still writing there refilled it.
+void remove_scratch(const std::string& dir) {
+  std::error_code ec;
+  for (int i = 0; i < 3 && fs::exists(dir, ec); ++i) fs::remove_all(dir, ec);
+  fs::remove(fs::path(dir).parent_path(), ec);
+}
+
 // A streaming trial's folder on this host while its attempt runs (leaders
 // only). A group that ends because the driver gave it up or is gone removes
 // it first, as a trial's normal end does: the driver's clean at the end of
@@ -97,13 +105,10 @@ class ScratchInUse {
     std::lock_guard<std::mutex> lock(mutex_);
     dir_ = dir;
   }
-  // Removes the folder, and the experiment's once no other trial uses it.
   void remove() {
     std::lock_guard<std::mutex> lock(mutex_);
     if (dir_.empty()) return;
-    std::error_code ec;
-    for (int i = 0; i < 3 && fs::exists(dir_, ec); ++i) fs::remove_all(dir_, ec);  // ranks may still write
-    fs::remove(fs::path(dir_).parent_path(), ec);
+    remove_scratch(dir_);
     dir_.clear();
   }
 
@@ -225,8 +230,7 @@ std::string next_command(int fd) {
     const std::string error = receive_checkpoint(fd, *files, dir).error;
     if (!error.empty()) {
       std::cerr << "tune worker: " << error << "\n";
-      scratch_in_use().set(trial.trial_dir);
-      scratch_in_use().remove();
+      remove_scratch(trial.trial_dir);
       return shutdown;
     }
     trial.checkpoint->path = dir;
