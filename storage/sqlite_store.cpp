@@ -233,12 +233,11 @@ class SqliteStore final : public Store {
     guard("set_trial_status", [&] { update_status(trial_id, status, time, error, nullptr, nullptr); });
   }
 
-  void set_trial_status_and_result(int64_t trial_id, const std::string& status, double time, const std::string& error,
-                                   int64_t last_iteration, const Json& last_result) override {
-    guard("set_trial_status_and_result", [&] {
-      const std::string json = dump_json(last_result);
-      update_status(trial_id, status, time, error, &last_iteration, &json);
-    });
+  void set_trial_status_and_result_json(int64_t trial_id, const std::string& status, double time,
+                                        const std::string& error, int64_t last_iteration,
+                                        const std::string& last_result_json) override {
+    guard("set_trial_status_and_result",
+          [&] { update_status(trial_id, status, time, error, &last_iteration, &last_result_json); });
   }
 
   std::vector<TrialRecord> trials(int64_t experiment_id) override {
@@ -271,9 +270,9 @@ class SqliteStore final : public Store {
     });
   }
 
-  int64_t append_result(int64_t trial_id, int64_t iteration, int attempt, const Json& metrics,
-                        double time) override {
-    return guard("append_result", [&] { return insert_result(trial_id, iteration, attempt, dump_json(metrics), time); });
+  int64_t append_result_json(int64_t trial_id, int64_t iteration, int attempt, const std::string& metrics_json,
+                             double time) override {
+    return guard("append_result", [&] { return insert_result(trial_id, iteration, attempt, metrics_json, time); });
   }
 
   void set_last_result(int64_t trial_id, int64_t iteration, const Json& metrics) override {
@@ -744,6 +743,19 @@ class SqliteStore final : public Store {
 namespace storage_internal {
 
 std::unique_ptr<Store> open_sqlite_store(const std::string& path, bool read_only, bool immutable) {
+  // SQLite's memory statistics (sqlite3_memory_used(), sqlite3_status(), the
+  // heap limits) cost every allocation of SQLite's a global mutex and two
+  // counters: ~5 % of the driver's instructions a trial and ~4 % a result
+  // (callgrind, bench/overhead/instructions.sh). Off, as SQLite's recommended
+  // compile-time options have them (SQLITE_DEFAULT_MEMSTATUS=0), when tune
+  // is the first to use SQLite in the process: sqlite3_config() refuses
+  // (SQLITE_MISUSE, ignored) once SQLite is initialized, so an application
+  // that wants them calls sqlite3_initialize() before it opens a store.
+  static const bool configured = [] {
+    sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+    return true;
+  }();
+  (void)configured;
   return std::make_unique<SqliteStore>(path, read_only, immutable);
 }
 
