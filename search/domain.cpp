@@ -54,7 +54,8 @@ double quantize(double v, double low, double high, double q) {
 }
 
 // uniform_real_distribution can return its upper bound through rounding.
-double uniform_in(std::mt19937_64& rng, double low, double high) {
+template <class Rng>
+double uniform_in(Rng& rng, double low, double high) {
   double v = std::uniform_real_distribution<double>(low, high)(rng);
   return v < high ? v : std::nextafter(high, low);
 }
@@ -78,7 +79,8 @@ Domain numeric(Domain::Kind kind, const char* name, double low, double high, dou
 double quantize_value(double v, double low, double high, double q) { return quantize(v, low, high, q); }
 double multiple_of(double k, double q) { return times_q(k, q); }
 
-Json Domain::sample(std::mt19937_64& rng) const {
+template <class Rng>
+Json Domain::sample(Rng& rng) const {
   switch (kind) {
     case Kind::kFloat: {
       double v = log ? std::exp(uniform_in(rng, std::log(low), std::log(high))) : uniform_in(rng, low, high);
@@ -114,6 +116,9 @@ Json Domain::sample(std::mt19937_64& rng) const {
   }
   throw Error("domain '" + name + "' has an unknown kind");
 }
+
+template Json Domain::sample(std::mt19937_64& rng) const;
+template Json Domain::sample(SplitMix64& rng) const;
 
 void Domain::validate() const {
   const std::string& n = name;

@@ -82,7 +82,8 @@ int64_t SearchSpace::grid_size() const {
   return size;
 }
 
-Json SearchSpace::resolve(int64_t grid_index, std::mt19937_64& rng, const Json& fixed) const {
+template <class Rng>
+Json SearchSpace::resolve(int64_t grid_index, Rng& rng, const Json& fixed) const {
   if (!fixed.is_object() && !fixed.is_null()) throw ConfigError("a fixed config must be an object, got " + fixed.dump());
   const int64_t size = grid_size();
   if (grid_index < 0 || grid_index >= size)
@@ -112,6 +113,9 @@ Json SearchSpace::resolve(int64_t grid_index, std::mt19937_64& rng, const Json& 
   }
   return config;
 }
+
+template Json SearchSpace::resolve(int64_t, std::mt19937_64&, const Json&) const;
+template Json SearchSpace::resolve(int64_t, SplitMix64&, const Json&) const;
 
 namespace {
 

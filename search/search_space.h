@@ -44,8 +44,10 @@ class SearchSpace {
   // Builds one config: grid parameters take combination `grid_index`
   // (0 <= grid_index < grid_size()), other domains are sampled from `rng`.
   // Values present in `fixed` (a possibly nested, partial config such as a
-  // points_to_evaluate entry) are taken as given.
-  Json resolve(int64_t grid_index, std::mt19937_64& rng, const Json& fixed = Json::object()) const;
+  // points_to_evaluate entry) are taken as given. Rng: std::mt19937_64 or
+  // SplitMix64 (search_space.cpp instantiates those two).
+  template <class Rng>
+  Json resolve(int64_t grid_index, Rng& rng, const Json& fixed = Json::object()) const;
 
   // Round trip through JSON ({"path": {"uniform": [a, b]}, ...}) for the store.
   Json to_json() const;

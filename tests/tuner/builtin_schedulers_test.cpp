@@ -114,7 +114,14 @@ TEST(BuiltinSchedulers, AshaStoppingAndMedianStopEarly) {
            {"asha", {{"reduction_factor", 3}, {"max_t", 27}}},
            {"median_stopping", {{"time_attr", "training_iteration"}, {"grace_period", 3}, {"min_samples_required", 2}}}}) {
     TempDir dir;
-    ResultGrid grid = Tuner(curve, spec(type, 8, type, params), quiet(dir, 1)).fit();
+    // Eight qualities in a fixed order (not drawn: whether a rule stops two of
+    // them would depend on the draws' order), one slot: each rule sees the
+    // trials one after another, the best third.
+    SweepSpec s = spec(type, 1, type, params);
+    s.param_space = SearchSpace();
+    s.param_space.add("q", grid_search({0.5, 0.9, 0.1, 0.8, 0.3, 0.95, 0.7, 0.6}));
+    ResultGrid grid = Tuner(curve, s, quiet(dir, 1)).fit();
+    ASSERT_EQ(grid.size(), 8u);
     int stopped_early = 0;
     for (const auto& r : grid.results()) stopped_early += r.metrics["training_iteration"].get<int>() < 27;
     EXPECT_GE(stopped_early, 2) << type;
