@@ -233,11 +233,12 @@ class SqliteStore final : public Store {
     guard("set_trial_status", [&] { update_status(trial_id, status, time, error, nullptr, nullptr); });
   }
 
-  void set_trial_status_and_result_json(int64_t trial_id, const std::string& status, double time,
-                                        const std::string& error, int64_t last_iteration,
-                                        const std::string& last_result_json) override {
-    guard("set_trial_status_and_result",
-          [&] { update_status(trial_id, status, time, error, &last_iteration, &last_result_json); });
+  void set_trial_status_and_result(int64_t trial_id, const std::string& status, double time, const std::string& error,
+                                   int64_t last_iteration, const Json& last_result) override {
+    guard("set_trial_status_and_result", [&] {
+      const std::string json = dump_json(last_result);
+      update_status(trial_id, status, time, error, &last_iteration, &json);
+    });
   }
 
   std::vector<TrialRecord> trials(int64_t experiment_id) override {
@@ -270,9 +271,9 @@ class SqliteStore final : public Store {
     });
   }
 
-  int64_t append_result_json(int64_t trial_id, int64_t iteration, int attempt, const std::string& metrics_json,
-                             double time) override {
-    return guard("append_result", [&] { return insert_result(trial_id, iteration, attempt, metrics_json, time); });
+  int64_t append_result(int64_t trial_id, int64_t iteration, int attempt, const Json& metrics,
+                        double time) override {
+    return guard("append_result", [&] { return insert_result(trial_id, iteration, attempt, dump_json(metrics), time); });
   }
 
   void set_last_result(int64_t trial_id, int64_t iteration, const Json& metrics) override {

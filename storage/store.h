@@ -190,16 +190,9 @@ class Store {
   virtual void set_trial_status(int64_t trial_id, const std::string& status, double time,
                                 const std::string& error = "") = 0;
   // set_trial_status() and set_last_result() in one write of the row.
-  void set_trial_status_and_result(int64_t trial_id, const std::string& status, double time,
-                                   const std::string& error, int64_t last_iteration, const Json& last_result) {
-    set_trial_status_and_result_json(trial_id, status, time, error, last_iteration, dump_json(last_result));
-  }
-  // The same with the last result as JSON text (dump_json() of it): the
-  // driver writes a result's text to its results row and, when the trial's
-  // status changes, again to the trial's row, and makes it once.
-  virtual void set_trial_status_and_result_json(int64_t trial_id, const std::string& status, double time,
-                                                const std::string& error, int64_t last_iteration,
-                                                const std::string& last_result_json) = 0;
+  virtual void set_trial_status_and_result(int64_t trial_id, const std::string& status, double time,
+                                           const std::string& error, int64_t last_iteration,
+                                           const Json& last_result) = 0;
   // Replaces the trial's config (PBT explore) and its params rows.
   virtual void set_trial_config(int64_t trial_id, const Json& config) = 0;
   virtual std::vector<TrialRecord> trials(int64_t experiment_id) = 0;
@@ -213,13 +206,8 @@ class Store {
   // the trial's last result and writes it with set_last_result(). The driver
   // does so with every status change and at most every few seconds while the
   // trial runs (docs/SCHEMA.md), which saves a row rewrite per result.
-  int64_t append_result(int64_t trial_id, int64_t iteration, int attempt, const Json& metrics, double time) {
-    return append_result_json(trial_id, iteration, attempt, dump_json(metrics), time);
-  }
-  // The same with the metrics as JSON text (dump_json() of them; the caller
-  // vouches for it: it is stored as it is).
-  virtual int64_t append_result_json(int64_t trial_id, int64_t iteration, int attempt,
-                                     const std::string& metrics_json, double time) = 0;
+  virtual int64_t append_result(int64_t trial_id, int64_t iteration, int attempt, const Json& metrics,
+                                double time) = 0;
   virtual void set_last_result(int64_t trial_id, int64_t iteration, const Json& metrics) = 0;
   // Sets last_iteration / last_result of every trial of the experiment that
   // is neither TERMINATED nor ERROR to its latest result (the last one

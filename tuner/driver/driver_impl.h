@@ -53,12 +53,9 @@ struct TrialState {
   // every kRowRefreshS from its start (Driver::set_status, on_result): most
   // results append a results row only, and a trial that ends within
   // kRowRefreshS writes its row once. unsaved_iteration: the iteration of a
-  // last result the row does not hold yet (0: it holds it), and that
-  // result's JSON text as its results row got it (written to the trial's row
-  // as it is; empty when unsaved_iteration is 0).
+  // last result the row does not hold yet (0: it holds it).
   static constexpr double kRowRefreshS = 5.0;
   int64_t unsaved_iteration = 0;
-  std::string unsaved_result_json;
   double row_saved_at = -INFINITY;  // clock.now()
   std::string error;
   // A final trial's config and last result, packed (CBOR) once nothing but

@@ -107,11 +107,9 @@ Verdict Driver::on_result(TrialState& trial, TrialEvent& event) {
   if (now - trial.row_saved_at >= TrialState::kRowRefreshS) {  // the trial's row too
     store_->add_result(trial.row, trial.iteration, trial.attempt, kept, unix_now);
     trial.unsaved_iteration = 0;
-    trial.unsaved_result_json.clear();
     trial.row_saved_at = now;
   } else {
-    trial.unsaved_result_json = dump_json(kept);
-    store_->append_result_json(trial.row, trial.iteration, trial.attempt, trial.unsaved_result_json, unix_now);
+    store_->append_result(trial.row, trial.iteration, trial.attempt, kept, unix_now);
     trial.unsaved_iteration = trial.iteration;
   }
   if (!event.checkpoint.empty()) record_checkpoint(trial, event.checkpoint);
@@ -225,10 +223,8 @@ void Driver::set_status(TrialState& trial, const char* status, double unix_time,
     store_->set_trial_status(trial.row, status, unix_time, error);
     return;
   }
-  store_->set_trial_status_and_result_json(trial.row, status, unix_time, error, trial.unsaved_iteration,
-                                           trial.unsaved_result_json);
+  store_->set_trial_status_and_result(trial.row, status, unix_time, error, trial.unsaved_iteration, trial.last_result);
   trial.unsaved_iteration = 0;
-  trial.unsaved_result_json = std::string();  // its memory too
   trial.row_saved_at = clock_.now();
 }
 
