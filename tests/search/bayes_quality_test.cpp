@@ -90,17 +90,19 @@ TEST(BayesSearcher, SearchesTheWholeSquareForTheOtherFoxholes) {
   SearchSpace space;
   space.add("x", uniform(-65.536, 65.536)).add("y", uniform(-65.536, 65.536));
   int global_found = 0, region_found = 0;
-  for (uint64_t seed = 1000; seed < 1010; ++seed) {
+  for (uint64_t seed = 1000; seed < 1040; ++seed) {
     auto automatic = make_searcher(model_options("bayes", seed), space, 100, {});
     auto with_region = make_searcher(model_options("bayes", seed, {{"trust_region", true}}), space, 100, {});
     // Hole j bottoms out near j: a regret below 10 is one of the 10 deepest.
     global_found += drive(*automatic, 100, 1, foxholes).best - test_functions::kFoxholesMinimum < 10;
     region_found += drive(*with_region, 100, 1, foxholes).best - test_functions::kFoxholesMinimum < 10;
   }
-  // Seeds 1000-1009: 7 of 10 over the square, 3 of 10 in the region (median
-  // regrets 7.4 and 12.6).
-  EXPECT_GE(global_found, 6);
-  EXPECT_GE(global_found, region_found + 3);
+  // Seeds 1000-1039: 26 of 40 over the square, 19 of 40 in the region. Ten
+  // seeds are too few for the claim: by tens, 7-3, 7-4, 7-7 and 5-5; with the
+  // searchers' generators seeded otherwise (one word instead of a seed_seq,
+  // tried 2026-11-30) 6-4, 8-4, 6-5, 8-5, 28 of 40 against 18.
+  EXPECT_GE(global_found, 22);
+  EXPECT_GE(global_found, region_found + 4);
 }
 
 }  // namespace
