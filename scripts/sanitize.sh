@@ -89,13 +89,13 @@ build_asan() {
   # libtorch the trainer tests are those of trainer/tabular and the registry.
   timed "asan build" cmake --build build-asan -j"$JOBS" --target \
     search_tests storage_tests schedulers_tests tuner_tests spec_tests fence_tests trainer_tests base_tests \
-    fuzz_targets
+    memstatus_check fuzz_targets
 }
 
 build_tsan() {
   # tsan_tests: only the test files whose suites TSAN_TESTS runs (tests/CMakeLists.txt).
   timed "tsan configure" configure build-tsan "-fsanitize=thread -fno-omit-frame-pointer" -DTUNE_TSAN_TESTS=ON || return 1
-  timed "tsan build" cmake --build build-tsan -j"$JOBS" --target tsan_tests
+  timed "tsan build" cmake --build build-tsan -j"$JOBS" --target tsan_tests memstatus_check
 }
 
 # Both sanitizer builds at once, at nice 19 (the `build` mode).

@@ -126,7 +126,7 @@ bool run_job(const std::shared_ptr<ThreadExecutor::Core>& core, const std::share
   outcome.kind = TrialEvent::Kind::kEnded;
   try {
     // The job's start is the session's now (nothing else reads it): moved,
-    // not copied (its config and the sweep's setup; ~5k instructions a trial).
+    // not copied (its config and the sweep's setup).
     InProcessSession session(std::move(job->trial), core, job);
     core->function(session);
   } catch (const TrialStopped&) {
