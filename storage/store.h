@@ -149,7 +149,9 @@ class Store {
   // wait for one, but for the few frames written during the thread's last
   // copy, which a commit copies itself once the WAL holds 2,000 pages (~8 MiB)
   // so that the WAL starts over: under a writer that never pauses the thread
-  // alone never catches up. A write store only; the driver calls it. Should
+  // alone never catches up. The thread syncs the database after each of its
+  // copies, so that commit's sync writes only its own pages. A write store
+  // only; the driver calls it. Should
   // that thread fall behind, a commit checkpoints itself once the WAL holds
   // ~40 MiB.
   virtual void checkpoint_in_background() {}
