@@ -60,8 +60,10 @@ class SqliteStore final : public Store {
     checkpointer_.join();  // before db_ closes: the last close checkpoints what is left
   }
 
-  void checkpoint_in_background() override {
+  void checkpoint_in_background(std::chrono::milliseconds restart_every) override {
     if (read_only_ || checkpointer_.joinable()) return;
+    restart_every_ = restart_every;
+    wal_started_ = std::chrono::steady_clock::now();
     sqlite3* db = nullptr;
     // A connection sees the WAL once it has read the database: a read first.
     if (sqlite3_open_v2(path_.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr) != SQLITE_OK ||
@@ -673,26 +675,36 @@ class SqliteStore final : public Store {
   // The WAL starts over (its next frame written at its start) only when a
   // transaction begins with every frame copied, which a writer that commits
   // without a pause never gives the thread: the WAL grew to kForegroundPages,
-  // where a commit copied the rest itself (up to kBackgroundPages frames and
-  // both files synced: 5-8 ms at 10,000 results/s, 4-5 times a second, every
-  // answer of the turn waiting). So once the WAL holds kRestartPages frames,
-  // the first commit after one of the thread's copies copies the few frames
-  // written during it (2-5 ms), and the WAL starts over at the next commit
-  // (~8 MiB of WAL instead of ~40). That copy syncs both files; the thread
-  // syncs the database after each of its copies (sync_database), so the
-  // commit's syncs write only the pages written since. Past
+  // where a commit copied the rest itself. So once the WAL holds
+  // kRestartPages frames, the first commit after one of the thread's copies
+  // copies the few frames written during it, and the WAL starts over at the
+  // next commit. That copy syncs both files (the thread syncs the database
+  // after each of its copies, sync_database, so the commit's syncs write only
+  // the pages written since), and the first frames of a WAL that starts over
+  // sync its header (SQLite's rule): each start over stalls two commits,
+  // every answer of their turns waiting. At ASHA's ~35,000 frames a second
+  // the WAL started over ~15 times a second; now at most once per
+  // `restart_every` (1 s: 60-130 MiB of WAL at 10,000 results/s), and at
+  // once past kRestartPagesAlways. A writer that pauses lets the thread copy
+  // everything and starts over at its next commit, as before. Past
   // kForegroundPages, should the thread fall behind, a commit copies
   // whatever is left.
   static constexpr int kBackgroundPages = 1000;
-  static constexpr int kRestartPages = 2000;
-  static constexpr int kForegroundPages = 10000;
+  static constexpr int kRestartPages = 2000;         // ~8 MiB
+  static constexpr int kRestartPagesAlways = 32768;  // ~128 MiB
+  static constexpr int kForegroundPages = 65536;     // ~256 MiB
   static constexpr auto kIdleCheckpoint = std::chrono::seconds(1);
 
   static int on_commit(void* self, sqlite3* db, const char* name, int frames) {
     auto* store = static_cast<SqliteStore*>(self);
     // Taken by every commit, so a copy made while the WAL was short does not count later.
     const bool just_copied = store->copy_done_.exchange(false, std::memory_order_relaxed);
-    if (frames >= kForegroundPages || (frames >= kRestartPages && just_copied)) {
+    // The hook runs on the writer's thread only: these two are its own.
+    const auto now = std::chrono::steady_clock::now();
+    if (frames < store->hook_frames_) store->wal_started_ = now;  // this commit started the WAL over
+    store->hook_frames_ = frames;
+    const bool restart_due = frames >= kRestartPagesAlways || now - store->wal_started_ >= store->restart_every_;
+    if (frames >= kForegroundPages || (frames >= kRestartPages && just_copied && restart_due)) {
       sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
       return SQLITE_OK;
     }
@@ -756,6 +768,9 @@ class SqliteStore final : public Store {
   bool stop_checkpoints_ = false;
   std::atomic<int> wal_frames_{0};  // as of the last commit
   std::atomic<bool> copy_done_{false};  // the thread copied the WAL since the last commit
+  std::chrono::steady_clock::duration restart_every_{};
+  int hook_frames_ = 0;                                // the WAL's frames at the last commit (the hook's)
+  std::chrono::steady_clock::time_point wal_started_;  // when the WAL last started over (or the thread started)
 };
 
 }  // namespace

@@ -18,6 +18,7 @@
 // uses bound parameters. Errors throw tune::Error with SQLite's message.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -148,13 +149,16 @@ class Store {
   // 1,000 WAL pages, and a second after the last commit); commits then never
   // wait for one, but for the few frames written during the thread's last
   // copy, which a commit copies itself once the WAL holds 2,000 pages (~8 MiB)
-  // so that the WAL starts over: under a writer that never pauses the thread
-  // alone never catches up. The thread syncs the database after each of its
-  // copies, so that commit's sync writes only its own pages. A write store
-  // only; the driver calls it. Should
-  // that thread fall behind, a commit checkpoints itself once the WAL holds
-  // ~40 MiB.
-  virtual void checkpoint_in_background() {}
+  // and started over at least `restart_every` ago (or holds ~128 MiB), so that
+  // the WAL starts over: under a writer that never pauses the thread alone
+  // never catches up, and each start over syncs files in two commits. The
+  // thread syncs the database after each of its copies, so that commit's sync
+  // writes only its own pages. A write store only; the driver calls it.
+  // Should that thread fall behind, a commit checkpoints itself once the WAL
+  // holds ~256 MiB.
+  virtual void checkpoint_in_background(std::chrono::milliseconds restart_every = std::chrono::seconds(1)) {
+    (void)restart_every;
+  }
 
   // Transactions (nestable: only the outermost begin/commit reach SQLite).
   virtual void begin() = 0;

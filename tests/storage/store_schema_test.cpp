@@ -389,31 +389,44 @@ TEST(StoreCheckpoints, AThreadOfTheStoresCopiesTheWalBackWithoutTheCommits) {
 }
 
 // A writer that commits without a pause never begins with the whole WAL
-// copied, so the WAL could not start over until it reached the 10,000 frames
-// where a commit copies it itself (~40 MiB, 5-8 ms of the driver's turn). Now
-// the first commit after one of the thread's copies copies the few frames
-// written during it, and the WAL starts over near 2,000 frames (9,000: room
-// for a thread descheduled on a loaded box; the old way reached 10,000).
-TEST(StoreCheckpoints, AWriterThatNeverPausesStillStartsTheWalOver) {
+// copied, so the WAL could not start over until it reached the frames where a
+// commit copies it itself (~256 MiB). Once the WAL holds 2,000 frames and
+// started over at least `restart_every` ago, the first commit after one of the
+// thread's copies copies the few frames written during it, and the WAL starts
+// over. ~3 frames a commit (a page of its own, the index, the header page):
+// 4,000 commits write ~12,000.
+uintmax_t longest_wal_frames(std::chrono::milliseconds restart_every) {
   TempDir dir;
   auto store = Store::open(dir.path());
-  store->checkpoint_in_background();
+  store->checkpoint_in_background(restart_every);
   const int64_t experiment = store->create_experiment(named("busy"));
   const int64_t trial = store->add_trial(experiment, 0, {{"x", 1}});
   const std::string wal = Store::database_path(dir.path()) + "-wal";
   constexpr uintmax_t kFrameBytes = 4096 + 24;
-  // ~3 frames a commit (a page of its own, the index, the header page):
-  // 4,000 commits write ~12,000 frames, past the commits' own threshold.
   for (int i = 1; i <= 4000; ++i) {
     Transaction txn(*store);
     store->append_result(trial, i, 1, {{"loss", 1.0 / i}, {"pad", std::string(3000, 'x')}}, i);
     txn.commit();
   }
-  // The WAL file keeps the size of the longest WAL it held.
-  EXPECT_LT(fs::file_size(wal), 9000 * kFrameBytes) << "the WAL grew to " << fs::file_size(wal) / kFrameBytes
-                                                    << " frames before it started over";
+  const uintmax_t frames = fs::file_size(wal) / kFrameBytes;  // the WAL file keeps the size of the longest WAL
   store.reset();
   EXPECT_EQ(Store::open(dir.path(), /*read_only=*/true)->results(trial).size(), 4000u);
+  return frames;
+}
+
+// Due at once: the WAL starts over near 2,000 frames (9,000: room for a thread
+// descheduled on a loaded box; without the commit's copy it reached 12,000).
+TEST(StoreCheckpoints, AWriterThatNeverPausesStillStartsTheWalOver) {
+  const uintmax_t frames = longest_wal_frames(std::chrono::milliseconds(0));
+  EXPECT_LT(frames, 9000u) << "the WAL grew to " << frames << " frames before it started over";
+}
+
+// Each start over stalls one commit for the copy's syncs and the next for the
+// new header's: no more often than `restart_every` (here never within the
+// test), the WAL holding all ~12,000 frames instead.
+TEST(StoreCheckpoints, TheWalStartsOverNoMoreOftenThanAsked) {
+  const uintmax_t frames = longest_wal_frames(std::chrono::hours(1));
+  EXPECT_GT(frames, 11000u) << "the WAL started over at " << frames << " frames";
 }
 
 struct SyncCountingState {
@@ -523,7 +536,7 @@ TEST(StoreCheckpoints, TheThreadSyncsWhatItCopiedSoNoCommitWritesItsPages) {
   SyncCountingVfs vfs;
   TempDir dir;
   auto store = Store::open(dir.path());
-  store->checkpoint_in_background();
+  store->checkpoint_in_background(std::chrono::milliseconds(0));  // starts over as often as it can
   const int64_t experiment = store->create_experiment(named("busy"));
   const int64_t trial = store->add_trial(experiment, 0, {{"x", 1}});
   for (int i = 1; i <= 4000; ++i) {  // as above: ~12,000 frames, several starts over
