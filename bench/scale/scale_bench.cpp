@@ -315,6 +315,8 @@ int main(int argc, char** argv) {
   std::snprintf(pattern_buffer, sizeof pattern_buffer, "%s/tune-scale-hosts-XXXXXX", hosts_parent.c_str());
   if (!mkdtemp(pattern_buffer)) {
     std::perror("scale_bench: mkdtemp (--hosts-dir)");
+    std::error_code ec;
+    fs::remove_all(dir, ec);  // made above
     return 1;
   }
   const fs::path checkpoints = pattern_buffer;
