@@ -615,6 +615,7 @@ class SqliteStore final : public Store {
       return f();
     } catch (const SQLite::Exception& e) {
       if (e.getErrorCode() == SQLITE_FULL) {
+        stand_down_checkpoints();
         free_reserve();
         throw DiskFullError(std::string("store: ") + what + ": " + e.what());
       }
@@ -635,6 +636,17 @@ class SqliteStore final : public Store {
     std::ofstream out(reserve_path_, std::ios::binary | std::ios::trunc);
     const std::string zeros(kReserveBytes, '\0');
     out.write(zeros.data(), static_cast<std::streamsize>(zeros.size()));
+  }
+  // The reserve is for the stop's record, not for the checkpoint thread,
+  // whose copies grow the database file: once a write failed for want of
+  // space the thread copies nothing more (until the store is opened again),
+  // and a copy under way ends before the reserve is freed (it fails or
+  // finishes on the space there is). The commits copy the WAL themselves
+  // from then on, as SQLite does by default (on_commit).
+  void stand_down_checkpoints() {
+    if (!checkpointer_.joinable()) return;
+    disk_full_.store(true, std::memory_order_relaxed);
+    std::lock_guard<std::mutex> copying(copy_mutex_);
   }
   void free_reserve() {
     std::error_code ec;
@@ -704,7 +716,9 @@ class SqliteStore final : public Store {
     if (frames < store->hook_frames_) store->wal_started_ = now;  // this commit started the WAL over
     store->hook_frames_ = frames;
     const bool restart_due = frames >= kRestartPagesAlways || now - store->wal_started_ >= store->restart_every_;
-    if (frames >= kForegroundPages || (frames >= kRestartPages && just_copied && restart_due)) {
+    const bool thread_down = store->disk_full_.load(std::memory_order_relaxed);
+    if (frames >= kForegroundPages || (frames >= kRestartPages && just_copied && restart_due) ||
+        (thread_down && frames >= kBackgroundPages)) {
       sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
       return SQLITE_OK;
     }
@@ -741,9 +755,13 @@ class SqliteStore final : public Store {
       if (frames < copied) copied = 0;  // the writer started the WAL over
       if (frames == copied) continue;
       lock.unlock();
-      if (sqlite3_wal_checkpoint_v2(db, nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr) == SQLITE_OK) {
-        sync_database(db);
-        copy_done_.store(true, std::memory_order_relaxed);
+      {
+        std::lock_guard<std::mutex> copying(copy_mutex_);
+        if (!disk_full_.load(std::memory_order_relaxed) &&
+            sqlite3_wal_checkpoint_v2(db, nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr) == SQLITE_OK) {
+          sync_database(db);
+          copy_done_.store(true, std::memory_order_relaxed);
+        }
       }
       lock.lock();
       // Counted from the copy's end: the frames written during a slow copy
@@ -768,6 +786,8 @@ class SqliteStore final : public Store {
   bool stop_checkpoints_ = false;
   std::atomic<int> wal_frames_{0};  // as of the last commit
   std::atomic<bool> copy_done_{false};  // the thread copied the WAL since the last commit
+  std::mutex copy_mutex_;                // held by the thread during each copy
+  std::atomic<bool> disk_full_{false};   // a write failed for want of space: the thread copies no more
   std::chrono::steady_clock::duration restart_every_{};
   int hook_frames_ = 0;                                // the WAL's frames at the last commit (the hook's)
   std::chrono::steady_clock::time_point wal_started_;  // when the WAL last started over (or the thread started)

@@ -155,7 +155,8 @@ class Store {
   // thread syncs the database after each of its copies, so that commit's sync
   // writes only its own pages. A write store only; the driver calls it.
   // Should that thread fall behind, a commit checkpoints itself once the WAL
-  // holds ~256 MiB.
+  // holds ~256 MiB. After a write failed for want of space (DiskFullError)
+  // the thread copies nothing more, and commits checkpoint as by default.
   virtual void checkpoint_in_background(std::chrono::milliseconds restart_every = std::chrono::seconds(1)) {
     (void)restart_every;
   }

@@ -435,6 +435,8 @@ struct SyncCountingState {
   int64_t unsynced = 0;             // pages other threads wrote to the database since its last sync
   int64_t largest_writer_sync = 0;  // the most of those a sync on the writer's thread had to write
   int64_t other_syncs = 0;          // syncs of the database on other threads
+  bool full = false;                // the disk is full: writes to the WAL fail
+  int64_t other_writes_while_full = 0;  // database writes by other threads meanwhile
 };
 
 // A VFS over SQLite's default one that counts, for the main database file,
@@ -455,9 +457,13 @@ class SyncCountingVfs {
     methods_.xClose = [](sqlite3_file* f) { return real(f)->pMethods->xClose(real(f)); };
     methods_.xRead = [](sqlite3_file* f, void* b, int n, sqlite3_int64 o) { return real(f)->pMethods->xRead(real(f), b, n, o); };
     methods_.xWrite = [](sqlite3_file* f, const void* b, int n, sqlite3_int64 o) {
-      if (self(f).main_db && std::this_thread::get_id() != state_.writer) {
+      {
         std::lock_guard<std::mutex> lock(state_.mutex);
-        state_.unsynced += 1;  // a checkpoint writes a page a call
+        if (self(f).main_db && std::this_thread::get_id() != state_.writer) {
+          state_.unsynced += 1;  // a checkpoint writes a page a call
+          if (state_.full) state_.other_writes_while_full += 1;
+        }
+        if (state_.full && !self(f).main_db) return SQLITE_FULL;
       }
       return real(f)->pMethods->xWrite(real(f), b, n, o);
     };
@@ -494,6 +500,8 @@ class SyncCountingVfs {
     methods_.xShmUnmap = [](sqlite3_file* f, int del) { return real(f)->pMethods->xShmUnmap(real(f), del); };
     methods_.xFetch = [](sqlite3_file* f, sqlite3_int64 o, int n, void** p) { return real(f)->pMethods->xFetch(real(f), o, n, p); };
     methods_.xUnfetch = [](sqlite3_file* f, sqlite3_int64 o, void* p) { return real(f)->pMethods->xUnfetch(real(f), o, p); };
+    state_.unsynced = state_.largest_writer_sync = state_.other_syncs = state_.other_writes_while_full = 0;
+    state_.full = false;
     state_.writer = std::this_thread::get_id();
     EXPECT_EQ(sqlite3_vfs_register(&vfs_, /*makeDflt=*/1), SQLITE_OK);
   }
@@ -506,6 +514,14 @@ class SyncCountingVfs {
   int64_t other_syncs() {
     std::lock_guard<std::mutex> lock(state_.mutex);
     return state_.other_syncs;
+  }
+  void fill_disk() {
+    std::lock_guard<std::mutex> lock(state_.mutex);
+    state_.full = true;
+  }
+  int64_t other_writes_while_full() {
+    std::lock_guard<std::mutex> lock(state_.mutex);
+    return state_.other_writes_while_full;
   }
 
  private:
@@ -540,6 +556,39 @@ TEST(StoreCheckpoints, TheThreadSyncsWhatItCopiedSoNoCommitWritesItsPages) {
   // and its sync (a copy of ~1,000 frames writes ~350 pages).
   EXPECT_LT(vfs.largest_writer_sync(), 400) << "a commit's sync wrote " << vfs.largest_writer_sync()
                                             << " pages the thread had copied";
+}
+
+// The room the store keeps for a stop's record (tune.db-reserve, freed when a
+// write fails for want of space) is not the checkpoint thread's to fill: its
+// copies grow the database file, and one that came between the failure and
+// the record (its one-second look at a WAL with uncopied frames) took the
+// space the INTERRUPTED status needed. Once a write failed so, it copies
+// nothing more.
+TEST(StoreCheckpoints, AfterTheDiskFillsTheThreadCopiesNothingMore) {
+  SyncCountingVfs vfs;
+  TempDir dir;
+  auto store = Store::open(dir.path());
+  store->checkpoint_in_background();
+  const int64_t experiment = store->create_experiment(named("full"));
+  const int64_t trial = store->add_trial(experiment, 0, {{"x", 1}});
+  for (int i = 1; i <= 20; ++i) {  // frames the thread leaves for its one-second look
+    Transaction txn(*store);
+    store->append_result(trial, i, 1, {{"loss", 1.0 / i}}, i);
+    txn.commit();
+  }
+  const std::string reserve = Store::database_path(dir.path()) + "-reserve";
+  ASSERT_TRUE(fs::exists(reserve));
+  vfs.fill_disk();
+  EXPECT_THROW(
+      {
+        Transaction txn(*store);
+        store->append_result(trial, 21, 1, {{"loss", 0.0}, {"pad", std::string(20000, 'x')}}, 21);
+        txn.commit();
+      },
+      DiskFullError);
+  EXPECT_FALSE(fs::exists(reserve)) << "the room for the stop's record was not freed";
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // two of the thread's looks
+  EXPECT_EQ(vfs.other_writes_while_full(), 0) << "the thread copied into the database after the disk filled";
 }
 
 TEST(StoreCheckpoints, AReadOnlyStoreStartsNoThread) {

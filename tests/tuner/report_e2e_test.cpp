@@ -140,6 +140,10 @@ scheduler: {type: asha, max_t: 9, grace_period: 1, reduction_factor: 3}
 param_space: {x0: {uniform: [-5, 10]}, x1: {uniform: [0, 15]}, iterations: 9}
 )";
 
+// Synchronous, so that an exploit is certain: at each boundary every live
+// member waits, and the worst of them clones the best (asynchronous, which
+// trials had scores when one reached its boundary was down to timing, and CI
+// once saw a sweep without any exploit).
 const char* kPbt = R"(name: synthetic-pbt
 trainable: synthetic
 metric: loss
@@ -147,9 +151,9 @@ mode: min
 num_samples: 4
 max_concurrent_trials: 2
 search: {algorithm: random, seed: 2}
-scheduler: {type: pbt, time_attr: training_iteration, perturbation_interval: 2, seed: 1,
+scheduler: {type: pbt, time_attr: training_iteration, perturbation_interval: 2, seed: 1, synch: true,
             hyperparam_mutations: {x: {uniform: [0.1, 3.0]}}}
-param_space: {x: {uniform: [0.1, 3.0]}, iterations: 8, checkpoint: true}
+param_space: {x: {uniform: [0.1, 3.0]}, iterations: 8, checkpoint: true, sleep_s: 0.01}
 )";
 
 const char* kFailing = R"(name: all-errors
