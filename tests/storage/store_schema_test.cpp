@@ -442,7 +442,9 @@ struct SyncCountingState {
 // A VFS over SQLite's default one that counts, for the main database file,
 // the pages other threads than the test's own (the writer's) wrote since its
 // last sync, and records how many of them a sync on the writer's thread had to
-// write, and how many syncs other threads made. Default while it lives.
+// write, and how many syncs other threads made. fill_disk(): writes to the WAL
+// fail with SQLITE_FULL from then on, and database writes by other threads are
+// counted apart. Default while it lives.
 class SyncCountingVfs {
  public:
   SyncCountingVfs() {
