@@ -172,6 +172,15 @@ bool PbtScheduler::may_decide(int64_t trial, int64_t training_iteration) const {
 
 std::optional<int64_t> PbtScheduler::choose_trial_to_run(const std::vector<int64_t>& paused) {
   if (synch_) {
+    // The clones first, while their donors are still at the boundary: a
+    // donor resumed first would be cloned from where it has got to since.
+    // A clone whose attempt is still ending (the last to reach the
+    // boundary) is waited for.
+    if (!planned_exploits_.empty()) {
+      for (int64_t trial : planned_exploits_)
+        if (std::binary_search(paused.begin(), paused.end(), trial)) return trial;
+      return std::nullopt;
+    }
     for (int64_t trial : paused) {
       auto it = members_.find(trial);
       if (it != members_.end() && it->second.plan) return trial;
@@ -192,6 +201,7 @@ TrialDecision PbtScheduler::on_trial_resume(int64_t trial) {
   Member& m = touch(trial);
   TrialDecision d = m.plan ? *m.plan : TrialDecision::next();
   m.plan.reset();
+  planned_exploits_.erase(trial);
   m.waiting = false;
   set_time_shared(trial, m, std::nullopt);
   if (d.action == TrialAction::kExploit) m.config = d.new_config;
@@ -387,9 +397,13 @@ void PbtScheduler::restore_member(int64_t trial, const Json& config, double scor
   m.waiting = waiting;
   if (paused_at) set_time_shared(trial, m, *paused_at);
   m.checkpoint_iteration = checkpoint_iteration;
-  if (!plan.is_null())
+  planned_exploits_.erase(trial);
+  if (!plan.is_null()) {
     m.plan = TrialDecision{static_cast<TrialAction>(json_integer<int>(plan.at("action"))),
                            json_integer<int64_t>(plan.at("donor")), plan.at("config")};
+    if (synch_ && m.plan->action == TrialAction::kExploit) planned_exploits_.insert(trial);
+    if (synch_) m.waiting = false;  // planned: waits for a slot, not for the boundary (a state saved before it said so)
+  }
   m.history = std::move(history);
   // Absent in states saved before the history was capped: its latest time.
   for (const auto& h : m.history) m.history_t_max = std::max(m.history_t_max, h.first);
@@ -474,6 +488,7 @@ void PbtScheduler::restore_state(const Json& state) {
     saved_draws_ = json_integer<uint64_t>(state.at("draws"));
   } else if (state.contains("rng")) {
     members_.clear();
+    planned_exploits_.clear();
     ranked_.clear();
     donors_.clear();
     time_shared_.clear();
@@ -515,6 +530,7 @@ void PbtScheduler::update(int64_t trial, Member& m, const std::function<void(Mem
 
 void PbtScheduler::end(int64_t trial) {
   Member& m = touch(trial);
+  planned_exploits_.erase(trial);
   update(trial, m, [](Member& member) { member.alive = false; });
   m.waiting = false;
   set_time_shared(trial, m, std::nullopt);
@@ -543,8 +559,9 @@ std::optional<int64_t> PbtScheduler::donor_for(int64_t trial) {
   return donors_.find_by_order(first + pick)->second;
 }
 
-TrialDecision PbtScheduler::decide(int64_t trial, double t) {
-  const std::optional<int64_t> chosen = donor_for(trial);
+TrialDecision PbtScheduler::decide(int64_t trial, double t) { return exploit_from(trial, donor_for(trial), t); }
+
+TrialDecision PbtScheduler::exploit_from(int64_t trial, std::optional<int64_t> chosen, double t) {
   if (!chosen) return TrialDecision::next();
   const int64_t donor = *chosen;
   Json config = explore(members_[donor].config, t);
@@ -567,20 +584,37 @@ TrialDecision PbtScheduler::decide(int64_t trial, double t) {
   return TrialDecision::exploit(donor, std::move(config));
 }
 
+// Ray's synchronous PBT: a boundary is decided once every trial of the sweep
+// is at it, those the searcher has still to give included (they start in the
+// slots the waiting members gave up, and catch up); on_no_more_trials looks
+// again once the last has come.
 void PbtScheduler::plan_if_all_waiting() {
+  if (more_trials_) return;
   bool any = false;
   for (const auto& [trial, m] : members_) {
     if (m.alive && !m.waiting) return;
     any = any || m.waiting;
   }
   if (!any) return;
-  std::vector<int64_t> waiting;
+  // The quantiles are taken once, before any exploit: a clone takes its
+  // donor's score, and deciding trial after trial against the changing
+  // ranking made the next trial up the bottom one, and so on (7 exploits of
+  // 8 trials at a quarter, and clones of clones that still held their own
+  // checkpoints).
+  std::vector<std::pair<int64_t, std::optional<int64_t>>> donors;
   for (const auto& [trial, m] : members_) {
-    if (m.waiting) waiting.push_back(trial);
+    if (m.waiting) donors.emplace_back(trial, std::nullopt);
   }
-  for (int64_t trial : waiting) {
+  for (auto& [trial, donor] : donors) donor = donor_for(trial);
+  for (const auto& [trial, donor] : donors) {
     Member& m = touch(trial);
-    m.plan = decide(trial, m.last_perturb);
+    m.plan = exploit_from(trial, donor, m.last_perturb);
+    if (m.plan->action == TrialAction::kExploit) planned_exploits_.insert(trial);
+    // No longer waiting for this boundary, only for a slot: a member that
+    // has not resumed yet is not at the next one (two members back at their
+    // next boundary while the other two, not yet resumed, still counted as
+    // waiting made a plan for all four, those two skipping a boundary).
+    m.waiting = false;
   }
 }
 

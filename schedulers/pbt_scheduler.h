@@ -53,7 +53,10 @@ class PbtScheduler : public Scheduler {
   bool may_decide(int64_t trial, int64_t training_iteration) const override;
   std::optional<int64_t> choose_trial_to_run(const std::vector<int64_t>& paused) override;
   TrialDecision on_trial_resume(int64_t trial) override;
-  void on_no_more_trials() override { more_trials_ = false; }
+  void on_no_more_trials() override {
+    more_trials_ = false;
+    if (synch_) plan_if_all_waiting();
+  }
   Json save_state() const override;
   // The members changed since the previous part. Once the parts since the
   // state they apply on hold four times the population, a save holds every
@@ -137,6 +140,7 @@ class PbtScheduler : public Scheduler {
   // A random member of the upper quantile with a checkpoint if `trial` is in the lower one.
   std::optional<int64_t> donor_for(int64_t trial);
   TrialDecision decide(int64_t trial, double t);
+  TrialDecision exploit_from(int64_t trial, std::optional<int64_t> donor, double t);
   void plan_if_all_waiting();
   void set_time_shared(int64_t trial, Member& m, std::optional<double> at);
   // Changes a member's score, liveness or checkpoint through `change`, keeping ranked_ and
@@ -148,6 +152,7 @@ class PbtScheduler : public Scheduler {
   std::vector<double> factors_ = {1.2, 0.8};
   bool synch_ = false;
   bool more_trials_ = true;                          // until on_no_more_trials()
+  std::set<int64_t> planned_exploits_;               // synch: members to clone at their resume, not resumed yet
   std::set<std::pair<double, int64_t>> time_shared_;  // (paused_at, trial) of the members paused by time sharing
   std::vector<Mutation> mutations_;
   std::map<int64_t, Member> members_;

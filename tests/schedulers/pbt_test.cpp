@@ -310,6 +310,41 @@ TEST(Pbt, SynchWaitsForThePopulationAtEachBoundary) {
   }
 }
 
+// Ray's synchronous PBT: a boundary is decided once every trial of the sweep
+// is at it, those still to start included. 8 trials on 2 workers: the first
+// two wait at 4 while the others start and catch up; no trial goes past a
+// boundary before all 8 have reached it, and each boundary exploits the
+// bottom quarter of all 8 (2). Deciding among the trials that had started
+// (the two on the workers) broke both; deciding trial after trial against a
+// ranking each clone changed exploited 7 of the 8.
+TEST(Pbt, SynchWaitsForTheTrialsStillToStartWhenTheyOutnumberTheWorkers) {
+  Json params = pbt_params(5, 0.25, {1.2, 0.8});
+  params["synch"] = true;
+  params["quantile_fraction"] = 0.25;
+  auto s = make_scheduler("pbt", params, "q", "max");
+  SimulationOptions o = toy(12);
+  o.num_trials = 8;
+  o.workers = 2;
+  o.config_of = [](int64_t i) { return Json{{"h0", 0.1 * static_cast<double>(i)}, {"h1", 0.5}}; };
+  SimulationResult r = simulate(*s, o);
+  ASSERT_EQ(r.trials.size(), 8u);
+  for (int64_t boundary : {4, 8}) {
+    double all_there = 0, first_past = 1e300;
+    for (const auto& t : r.trials) {
+      // A clone goes on from its donor's checkpoint at the same boundary
+      // (the clones resume first): a result for each of the 12 iterations.
+      EXPECT_EQ(t.iterations, 12);
+      ASSERT_EQ(t.times.size(), 12u);
+      all_there = std::max(all_there, t.times[static_cast<size_t>(boundary - 1)]);
+      first_past = std::min(first_past, t.times[static_cast<size_t>(boundary)]);
+    }
+    EXPECT_LT(all_there, first_past) << "a trial went past " << boundary << " before all were at it";
+    const auto exploits = std::count_if(r.exploits.begin(), r.exploits.end(),
+                                        [&](const auto& e) { return e.iteration == boundary; });
+    EXPECT_EQ(exploits, 2) << "at " << boundary;
+  }
+}
+
 TEST(Pb2, FindsBetterHyperparametersThanTheStartingOnes) {
   // PB2 on the toy, h bounded in [0, 1]^2: the population ends near the optimum.
   double total = 0;

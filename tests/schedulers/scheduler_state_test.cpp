@@ -542,7 +542,7 @@ TEST(SchedulerState, BoundedPbtPartsInOrderRebuildTheWholeState) {
                                      80, 1200, 4, 10, /*bounded=*/true);
   expect_pbt_parts_rebuild_the_state("pbt", {{"time_attr", "training_iteration"}, {"perturbation_interval", 3},
                                              {"synch", true}, {"hyperparam_mutations", {{"x", {0.1, 0.5, 0.9}}}}},
-                                     80, 1200, 2, 5, /*bounded=*/true);
+                                     80, 2000, 2, 5, /*bounded=*/true);  // synch decides once all 80 are there
 }
 
 TEST(SchedulerState, SynchPbtPartsInOrderRebuildTheWholeState) {

@@ -730,5 +730,51 @@ TEST(Embedding, TheExampleProgramTunesAndItsStoreIsQueryable) {
   EXPECT_NE(run.out.find(json_of(best.out)["trial_name"].get<std::string>()), std::string::npos);
 }
 
+// Synchronous PBT as Ray has it, 4 trials on 2 slots: each boundary is
+// decided once all four are there (the two still to start included), with the
+// quantiles taken once (a quarter of 4: one exploit a boundary), and the clone
+// copies its donor's checkpoint of that boundary. So the same seeds give the
+// same exploits, however the threads ran (they did not: 3 to 8 exploits over
+// runs, donors cloned a step past the boundary).
+TEST(CliPbt, SynchDecidesEachBoundaryOnceWithTheWholePopulation) {
+  TempDir dir;
+  const std::string file = dir.write("synch.yaml", R"(name: synch
+trainable: synthetic
+metric: loss
+mode: min
+num_samples: 4
+max_concurrent_trials: 2
+search: {algorithm: random, seed: 2}
+scheduler: {type: pbt, time_attr: training_iteration, perturbation_interval: 2, seed: 1, synch: true,
+            hyperparam_mutations: {x: {uniform: [0.1, 3.0]}}}
+param_space: {x: {uniform: [0.1, 3.0]}, iterations: 8, checkpoint: true}
+)");
+  std::vector<std::string> runs;
+  for (int run = 0; run < 3; ++run) {
+    const std::string storage = dir.file("store" + std::to_string(run));
+    auto r = run_tune("run " + file + " --storage " + storage + " --slots 2 --quiet");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    auto store = Store::open(storage, true);
+    const auto experiment = store->find_experiment("synch");
+    ASSERT_TRUE(experiment.has_value());
+    std::map<int64_t, int64_t> index_of;  // trials.id -> trial index
+    for (const auto& t : store->trials(experiment->id)) index_of[t.id] = t.trial_index;
+    std::map<int64_t, int> per_boundary;
+    std::string exploits;
+    for (const auto& e : store->exploits(experiment->id)) {
+      EXPECT_EQ(e.donor_iteration, e.iteration) << "a clone of its donor's checkpoint past the boundary";
+      EXPECT_EQ(e.iteration % 2, 0);
+      per_boundary[e.iteration] += 1;
+      exploits += std::to_string(index_of[e.trial_id]) + "<" + std::to_string(index_of[e.donor_trial_id]) + "@" +
+                  std::to_string(e.iteration) + " " + e.new_config.dump() + "; ";
+    }
+    EXPECT_FALSE(per_boundary.empty());
+    for (const auto& [boundary, count] : per_boundary) EXPECT_EQ(count, 1) << "at " << boundary;
+    runs.push_back(exploits);
+  }
+  EXPECT_EQ(runs[0], runs[1]);
+  EXPECT_EQ(runs[0], runs[2]);
+}
+
 }  // namespace
 }  // namespace tune
