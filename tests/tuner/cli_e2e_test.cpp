@@ -730,24 +730,24 @@ TEST(Embedding, TheExampleProgramTunesAndItsStoreIsQueryable) {
   EXPECT_NE(run.out.find(json_of(best.out)["trial_name"].get<std::string>()), std::string::npos);
 }
 
-// Synchronous PBT as Ray has it, 4 trials on 2 slots: each boundary is
-// decided once all four are there (the two still to start included), with the
-// quantiles taken once (a quarter of 4: one exploit a boundary), and the clone
-// copies its donor's checkpoint of that boundary. So the same seeds give the
-// same exploits, however the threads ran (they did not: 3 to 8 exploits over
-// runs, donors cloned a step past the boundary).
+// Synchronous PBT as Ray has it, 6 trials on 2 slots: each boundary is
+// decided once all six are there (the four still to start included), with the
+// quantiles taken once (a quarter of 6, rounded up: two exploits a boundary),
+// and the clone copies its donor's checkpoint of that boundary. So the same
+// seeds give the same exploits, however the threads ran (they did not: with 4
+// trials, 3 to 8 exploits over runs, donors cloned a step past the boundary).
 TEST(CliPbt, SynchDecidesEachBoundaryOnceWithTheWholePopulation) {
   TempDir dir;
   const std::string file = dir.write("synch.yaml", R"(name: synch
 trainable: synthetic
 metric: loss
 mode: min
-num_samples: 4
+num_samples: 6
 max_concurrent_trials: 2
-search: {algorithm: random, seed: 2}
-scheduler: {type: pbt, time_attr: training_iteration, perturbation_interval: 2, seed: 1, synch: true,
-            hyperparam_mutations: {x: {uniform: [0.1, 3.0]}}}
-param_space: {x: {uniform: [0.1, 3.0]}, iterations: 8, checkpoint: true}
+search: {algorithm: random, seed: 7}
+scheduler: {type: pbt, time_attr: training_iteration, perturbation_interval: 3, seed: 4, synch: true,
+            hyperparam_mutations: {x: {uniform: [0.5, 2.0]}}}
+param_space: {x: {uniform: [0.5, 2.0]}, iterations: 9, checkpoint: true}
 )");
   std::vector<std::string> runs;
   for (int run = 0; run < 3; ++run) {
@@ -763,13 +763,13 @@ param_space: {x: {uniform: [0.1, 3.0]}, iterations: 8, checkpoint: true}
     std::string exploits;
     for (const auto& e : store->exploits(experiment->id)) {
       EXPECT_EQ(e.donor_iteration, e.iteration) << "a clone of its donor's checkpoint past the boundary";
-      EXPECT_EQ(e.iteration % 2, 0);
+      EXPECT_EQ(e.iteration % 3, 0);
       per_boundary[e.iteration] += 1;
       exploits += std::to_string(index_of[e.trial_id]) + "<" + std::to_string(index_of[e.donor_trial_id]) + "@" +
                   std::to_string(e.iteration) + " " + e.new_config.dump() + "; ";
     }
     EXPECT_FALSE(per_boundary.empty());
-    for (const auto& [boundary, count] : per_boundary) EXPECT_EQ(count, 1) << "at " << boundary;
+    for (const auto& [boundary, count] : per_boundary) EXPECT_EQ(count, 2) << "at " << boundary;
     runs.push_back(exploits);
   }
   EXPECT_EQ(runs[0], runs[1]);
