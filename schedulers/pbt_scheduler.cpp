@@ -603,9 +603,8 @@ void PbtScheduler::plan_if_all_waiting() {
   // checkpoints).
   std::vector<std::pair<int64_t, std::optional<int64_t>>> donors;
   for (const auto& [trial, m] : members_) {
-    if (m.waiting) donors.emplace_back(trial, std::nullopt);
+    if (m.waiting) donors.emplace_back(trial, donor_for(trial));  // the ranking as it is at the boundary
   }
-  for (auto& [trial, donor] : donors) donor = donor_for(trial);
   for (const auto& [trial, donor] : donors) {
     Member& m = touch(trial);
     m.plan = exploit_from(trial, donor, m.last_perturb);

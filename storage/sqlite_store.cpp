@@ -711,13 +711,16 @@ class SqliteStore final : public Store {
     auto* store = static_cast<SqliteStore*>(self);
     // Taken by every commit, so a copy made while the WAL was short does not count later.
     const bool just_copied = store->copy_done_.exchange(false, std::memory_order_relaxed);
-    // The hook runs on the writer's thread only: these two are its own.
-    const auto now = std::chrono::steady_clock::now();
-    if (frames < store->hook_frames_) store->wal_started_ = now;  // this commit started the WAL over
+    // The hook runs on the writer's thread only: these two are its own. The
+    // clock is read only where it decides something (not on most commits).
+    if (frames < store->hook_frames_) store->wal_started_ = std::chrono::steady_clock::now();  // started over
     store->hook_frames_ = frames;
-    const bool restart_due = frames >= kRestartPagesAlways || now - store->wal_started_ >= store->restart_every_;
+    const auto restart_due = [&] {
+      return frames >= kRestartPagesAlways ||
+             std::chrono::steady_clock::now() - store->wal_started_ >= store->restart_every_;
+    };
     const bool thread_down = store->disk_full_.load(std::memory_order_relaxed);
-    if (frames >= kForegroundPages || (frames >= kRestartPages && just_copied && restart_due) ||
+    if (frames >= kForegroundPages || (frames >= kRestartPages && just_copied && restart_due()) ||
         (thread_down && frames >= kBackgroundPages)) {
       sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
       return SQLITE_OK;
