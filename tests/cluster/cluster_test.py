@@ -11,6 +11,7 @@ check exits non-zero with the reason. The fault cases (docs/CLUSTER.md, "When
 hosts fail") kill a host's processes, take its link down and up, and open
 hostile connections to the driver.
 """
+import glob
 import hashlib
 import hmac
 import json
@@ -841,12 +842,35 @@ def case_no_host_left():
     print("ok: exit 75 with every host out of reach; resumed to the end")
 
 
+def mpirun_leftovers(since):
+    """Session folders of the driver's mpiruns (their contact address on the hosts' network) made since
+    `since` whose mpirun has ended without removing them: what a killed mpirun leaves unless tune removes it."""
+    left = []
+    for top in glob.glob(os.path.join(os.environ.get("TMPDIR") or "/tmp", "ompi.*.%d" % os.geteuid())):
+        for folder in glob.glob(os.path.join(top, "pid.*")):
+            try:
+                if os.stat(folder).st_mtime < since - 1:
+                    continue
+                pid = int(folder.rsplit(".", 1)[1])
+                with open(os.path.join(folder, "contact.txt")) as f:
+                    contact = f.read()
+            except (OSError, ValueError):
+                continue
+            if "tcp://10.77.0." in contact and not os.path.exists(f"/proc/{pid}"):
+                left.append(folder)
+    return left
+
+
 def main():
     cases = {name[5:]: f for name, f in globals().items() if name.startswith("case_")}
     if len(sys.argv) != 2 or sys.argv[1] not in cases:
         print("usage: cluster_test.py " + "|".join(cases), file=sys.stderr)
         sys.exit(2)
+    since = time.time()
     cases[sys.argv[1]]()
+    # Every case: the groups the driver killed (hosts lost, links down) left nothing on its machine.
+    left = mpirun_leftovers(since)
+    check(not left, f"session folders of killed mpiruns left behind: {left}")
 
 
 if __name__ == "__main__":

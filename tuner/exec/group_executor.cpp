@@ -516,7 +516,7 @@ void GroupExecutor::poll() {
       if (group->phase != Group::Phase::kStarting || group->pid <= 0) continue;
       int status = 0;
       if (::waitpid(group->pid, &status, WNOHANG) != group->pid) continue;
-      const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      const int code = reaped_mpirun(group->pid, status);
       state_->fail(*group, "worker group exited with status " + std::to_string(code) + " before it connected");
       group->phase = Group::Phase::kDead;
     }

@@ -128,7 +128,7 @@ void HostChecks::poll() {
     int status = 0;
     const pid_t done = probe.pid > 0 ? ::waitpid(probe.pid, &status, WNOHANG) : probe.pid;
     if (done == probe.pid) {
-      const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      const int code = reaped_mpirun(probe.pid, status);
       if (!probe.answered)
         answer(it->first, false, explain_failed_check(probe.log_path, probe.request.host, options_.executable, code));
       it = probes_.erase(it);

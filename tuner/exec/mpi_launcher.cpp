@@ -3,12 +3,15 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -154,7 +157,79 @@ int reap(pid_t pid, std::chrono::milliseconds grace) {
     std::this_thread::sleep_for(pause);
     if (pause < std::chrono::milliseconds(20)) pause *= 2;
   }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return reaped_mpirun(pid, status);
+}
+
+int reaped_mpirun(pid_t pid, int wait_status) {
+  if (WIFSIGNALED(wait_status) && WTERMSIG(wait_status) == SIGKILL) remove_killed_mpirun_leftovers(pid);
+  return WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : 128 + WTERMSIG(wait_status);
+}
+
+int remove_killed_mpirun_leftovers(pid_t pid) {
+  namespace fs = std::filesystem;
+  const std::string uid = std::to_string(::geteuid());
+  // Where OpenMPI 4's mpirun puts its session folder: the tmpdir base MCA
+  // parameters, else TMPDIR, TEMP, TMP, else /tmp (opal_tmp_directory).
+  std::string base = "/tmp";
+  for (const char* name : {"OMPI_MCA_orte_local_tmpdir_base", "OMPI_MCA_orte_tmpdir_base", "TMPDIR", "TEMP", "TMP"}) {
+    const char* value = std::getenv(name);
+    if (value && *value) {
+      base = value;
+      break;
+    }
+  }
+  // <base>/ompi.<node>.<uid>/pid.<pid>: the node as OpenMPI names it is
+  // not recomputed; any ompi.*.<uid> folder holding pid.<pid> is looked at.
+  fs::path session;
+  std::error_code ec;
+  const std::string suffix = "." + uid;
+  for (fs::directory_iterator it(base, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind("ompi.", 0) != 0 || name.size() <= suffix.size() ||
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
+      continue;
+    const fs::path candidate = it->path() / ("pid." + std::to_string(pid));
+    std::error_code type_ec;
+    if (fs::is_directory(fs::symlink_status(candidate, type_ec))) {
+      session = candidate;
+      break;
+    }
+  }
+  if (session.empty()) return 0;
+  // contact.txt: "<daemon job id>.<vpid>;<uri>" then mpirun's pid. Its job
+  // family (the id's upper 16 bits) names its ranks' segments.
+  std::ifstream contact(session / "contact.txt");
+  std::string uri, written_pid;
+  const bool has_contact = static_cast<bool>(std::getline(contact, uri));
+  if (has_contact && (!std::getline(contact, written_pid) || written_pid != std::to_string(pid))) return 0;  // another's
+  int removed = 0;
+  const unsigned long long daemon_job = has_contact ? std::strtoull(uri.c_str(), nullptr, 10) : 0;
+  if (daemon_job > 0) {
+    const unsigned long long family = daemon_job >> 16;
+    const char* backing = std::getenv("OMPI_MCA_btl_vader_backing_directory");
+    const std::string shm = backing && *backing ? backing : "/dev/shm";
+    for (fs::directory_iterator it(shm, ec), end; !ec && it != end; it.increment(ec)) {
+      // vader_segment.<node>.<uid>.<job id, hex>.<local rank>: the node
+      // may hold dots, so the last three fields are read from the end.
+      const std::string name = it->path().filename().string();
+      if (name.rfind("vader_segment.", 0) != 0) continue;
+      const size_t rank_dot = name.rfind('.');
+      const size_t job_dot = rank_dot == std::string::npos || rank_dot == 0 ? std::string::npos : name.rfind('.', rank_dot - 1);
+      const size_t uid_dot = job_dot == std::string::npos || job_dot == 0 ? std::string::npos : name.rfind('.', job_dot - 1);
+      if (uid_dot == std::string::npos || uid_dot < std::strlen("vader_segment")) continue;
+      if (name.substr(uid_dot + 1, job_dot - uid_dot - 1) != uid) continue;
+      const std::string job_hex = name.substr(job_dot + 1, rank_dot - job_dot - 1);
+      if (job_hex.empty() || job_hex.size() > 8 || job_hex.find_first_not_of("0123456789abcdef") != std::string::npos) continue;
+      const unsigned long long job = std::strtoull(job_hex.c_str(), nullptr, 16);
+      if (job >> 16 != family || (job & 0xffff) == 0) continue;
+      struct stat info {};
+      if (::lstat(it->path().c_str(), &info) != 0 || !S_ISREG(info.st_mode) || info.st_uid != ::geteuid()) continue;
+      removed += ::unlink(it->path().c_str()) == 0;
+    }
+  }
+  std::error_code remove_ec;
+  if (fs::remove_all(session, remove_ec) > 0 && !remove_ec) ++removed;
+  return removed;
 }
 
 std::string self_executable() {

@@ -58,8 +58,24 @@ pid_t spawn_mpirun(const MpiLaunch& launch);
 
 // Waits for `pid`; after `grace` sends SIGKILL to its process group and
 // waits. Returns its exit status (128 + signal number when killed), -1 if it
-// was not our child.
+// was not our child. Removes what a killed mpirun left (below).
 int reap(pid_t pid, std::chrono::milliseconds grace);
+
+// The exit status (128 + signal number when killed) of an mpirun of
+// spawn_mpirun's that waitpid() just reaped with `wait_status`; removes what
+// it left behind if it was killed. Every waitpid() of an mpirun goes through
+// this or reap().
+int reaped_mpirun(pid_t pid, int wait_status);
+
+// What an mpirun killed with SIGKILL (no chance to clean up) leaves on this
+// machine, which OpenMPI removes at a normal end, even a SIGTERM: its session
+// folder (<TMPDIR or /tmp>/ompi.<node>.<uid>/pid.<pid>: its PMIx store, about
+// 340 KB) and the shared-memory segments of its ranks here
+// (/dev/shm/vader_segment.<node>.<uid>.<job>.<rank>, 4 MiB each). Removes
+// them, once `pid` has been reaped: the session folder only if its contact
+// file names `pid`, the segments only those of its job, owned by this user.
+// Returns how many it removed (segments, plus 1 for the folder).
+int remove_killed_mpirun_leftovers(pid_t pid);
 
 // This program's own path (/proc/self/exe), for re-executing it as workers.
 std::string self_executable();
