@@ -394,8 +394,8 @@ param_space:
 
 // Starts `tune ARGS` in the background and returns its pid; its exit status
 // goes to DIR/rc when it ends (exit_status_of).
-int start_in_background(const std::string& args, const TempDir& dir) {
-  run_command("(" + std::string(TUNE_BINARY) + " " + args + " & echo $! > " + dir.file("pid.tmp") + " && mv " +
+int start_in_background(const std::string& args, const TempDir& dir, const std::string& prefix = "") {
+  run_command("(" + prefix + std::string(TUNE_BINARY) + " " + args + " & echo $! > " + dir.file("pid.tmp") + " && mv " +
               dir.file("pid.tmp") + " " + dir.file("pid") + "; wait $!; echo $? > " + dir.file("rc.tmp") + " && mv " +
               dir.file("rc.tmp") + " " + dir.file("rc") + ") >/dev/null 2>&1 &");
   int pid = 0;
@@ -612,6 +612,35 @@ TEST(CliResume, CtrlCInterruptsAndResumeFinishes) {
   EXPECT_EQ(status["status"], "INTERRUPTED");
   ASSERT_EQ(run_tune("resume stopped --storage " + storage + " --quiet").exit_code, 0);
   status = json_of(run_tune("status stopped --storage " + storage + " --json").out);
+  EXPECT_EQ(status["status"], "FINISHED");
+  EXPECT_EQ(status["counts"]["TERMINATED"], 8);
+}
+
+// A closed terminal sends SIGHUP: the sweep stops as with Ctrl-C (recorded,
+// exit 130), and `tune resume` finishes it.
+// Under nohup the hangup is ignored and the sweep runs to its end.
+TEST(CliResume, AHangupInterruptsLikeCtrlCButNotUnderNohup) {
+  TempDir dir;
+  std::string file = dir.write("slow.yaml", kSlow);
+  std::string storage = dir.file("store");
+  int pid = start_in_background("run " + file + " --name hungup --storage " + storage + " --quiet", dir);
+  ASSERT_GT(pid, 0);
+  ASSERT_FALSE(wait_for_terminated(storage, "hungup", 1).is_null());
+  run_command("kill -HUP " + std::to_string(pid));
+  ASSERT_TRUE(wait_gone(pid)) << "SIGHUP did not stop the driver";
+  EXPECT_EQ(exit_status_of(dir), 130) << "a hangup interrupts, as Ctrl-C";
+  EXPECT_EQ(json_of(run_tune("status hungup --storage " + storage + " --json").out)["status"], "INTERRUPTED");
+  ASSERT_EQ(run_tune("resume hungup --storage " + storage + " --quiet").exit_code, 0);
+  EXPECT_EQ(json_of(run_tune("status hungup --storage " + storage + " --json").out)["counts"]["TERMINATED"], 8);
+
+  TempDir nohup_dir;
+  pid = start_in_background("run " + file + " --name kept --storage " + storage + " --quiet", nohup_dir, "nohup ");
+  ASSERT_GT(pid, 0);
+  ASSERT_FALSE(wait_for_terminated(storage, "kept", 1).is_null());
+  run_command("kill -HUP " + std::to_string(pid));
+  ASSERT_TRUE(wait_gone(pid, 60)) << "the sweep under nohup did not end within 60 s";
+  EXPECT_EQ(exit_status_of(nohup_dir), 0);
+  auto status = json_of(run_tune("status kept --storage " + storage + " --json").out);
   EXPECT_EQ(status["status"], "FINISHED");
   EXPECT_EQ(status["counts"]["TERMINATED"], 8);
 }

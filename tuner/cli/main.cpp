@@ -1,4 +1,6 @@
 // The `tune` command: run and resume sweeps, query the store.
+#include <signal.h>
+
 #include <cerrno>
 #include <cmath>
 #include <csignal>
@@ -170,6 +172,10 @@ int run_sweep(const std::string& command, const std::vector<std::string>& args) 
 
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
+  // A closed terminal (SIGHUP) stops the sweep as Ctrl-C does, the store
+  // recording it; under nohup (SIGHUP ignored) it stays ignored.
+  struct sigaction hangup {};
+  if (::sigaction(SIGHUP, nullptr, &hangup) == 0 && hangup.sa_handler != SIG_IGN) std::signal(SIGHUP, on_signal);
   std::string experiment;
   std::vector<std::string> stop_keys;  // metric thresholds, checked against the results at the end
   bool multi_objective = false;
