@@ -10,10 +10,10 @@ process of one host killed, another host's link taken down and brought back,
 rank killed (on the first or the second: the third stays healthy). After each: the sweep finished (exit 0), every acknowledged
 result is in the store (TUNE_ACK_LOG), the store's integrity is ok, the host
 that stayed healthy was never taken out, no process or scratch folder is left
-on any host. Prints a table (one row per schedule: the faults' times, lost
-attempts, seconds from a link going down to its group being given up, slot
-utilisation of the healthy hosts while trials were pending) and, last, one
-JSON line. Exits non-zero on the first failed check. ctest runs two schedules
+on any host, nor a killed mpirun's session folder on the driver's machine.
+Prints a table (one row per schedule: the faults' times, lost attempts,
+seconds from a link going down to its group being given up, slot utilisation
+of the healthy hosts while trials were pending) and, last, one JSON line. Exits non-zero on the first failed check. ctest runs two schedules
 (cluster.chaos: seed 7; cluster.chaos_seed2); `bench/run chaos` runs 20.
 """
 import argparse
@@ -29,6 +29,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from flood import flood_program  # noqa: E402
+from leftovers import mpirun_leftovers  # noqa: E402
 
 TUNE = os.environ["TUNE_BINARY"]
 SOURCE = os.environ["TUNE_SOURCE_DIR"]
@@ -259,6 +260,8 @@ def run_schedule(seed, work, iterations):
         left = scratch_left(namespace)
         check(not left, f"scratch of chaos left on {host} (at {time.strftime('%T')}; link up at "
                         f"{time.strftime('%T', time.localtime(up_at)) if up_at else '-'}):\n{left}\n{out[-1500:]}")
+    left = mpirun_leftovers(start)
+    check(not left, f"session folders of mpiruns the driver killed, left behind: {left}")
     return {"seed": seed, "faults": log, "wall_s": round(wall, 1), "lost_attempts": len(retries),
             "excluded": sorted(set(excluded)), "link_down_to_free_s": None if freed is None else round(freed, 2),
             "healthy_utilisation": round(use, 3), "acked": acked}

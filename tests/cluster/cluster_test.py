@@ -11,7 +11,6 @@ check exits non-zero with the reason. The fault cases (docs/CLUSTER.md, "When
 hosts fail") kill a host's processes, take its link down and up, and open
 hostile connections to the driver.
 """
-import glob
 import hashlib
 import hmac
 import json
@@ -27,6 +26,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from flood import flood_program  # noqa: E402
+from leftovers import mpirun_leftovers  # noqa: E402
 
 TUNE = os.environ["TUNE_BINARY"]
 SOURCE = os.environ["TUNE_SOURCE_DIR"]
@@ -840,25 +840,6 @@ def case_no_host_left():
     run([TUNE, "resume", "nohost", "--storage", storage, "-q", "--hostfile", hosts])
     check_finished_whole(storage, "nohost", 4, 30)
     print("ok: exit 75 with every host out of reach; resumed to the end")
-
-
-def mpirun_leftovers(since):
-    """Session folders of the driver's mpiruns (their contact address on the hosts' network) made since
-    `since` whose mpirun has ended without removing them: what a killed mpirun leaves unless tune removes it."""
-    left = []
-    for top in glob.glob(os.path.join(os.environ.get("TMPDIR") or "/tmp", "ompi.*.%d" % os.geteuid())):
-        for folder in glob.glob(os.path.join(top, "pid.*")):
-            try:
-                if os.stat(folder).st_mtime < since - 1:
-                    continue
-                pid = int(folder.rsplit(".", 1)[1])
-                with open(os.path.join(folder, "contact.txt")) as f:
-                    contact = f.read()
-            except (OSError, ValueError):
-                continue
-            if "tcp://10.77.0." in contact and not os.path.exists(f"/proc/{pid}"):
-                left.append(folder)
-    return left
 
 
 def main():

@@ -12,9 +12,11 @@
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -127,6 +129,58 @@ TEST(Transport, UnixSocketAcceptsAWorkerWithTheToken) {
   EXPECT_EQ(listener->endpoint().substr(listener->endpoint().size() - 12), "/driver.sock");
   auto worker = start_worker(listener->endpoint(), listener->secret());
   accept_and_talk(*listener, worker);
+}
+
+// A driver killed with -9 leaves its listener's folder (TEMP/tune-driver-XXXXXX
+// with driver.sock); the next driver's listener removes it, and not a folder
+// whose driver runs or that holds anything else.
+TEST(Transport, AListenerFolderOfAKilledDriverIsRemovedByTheNextOne) {
+  testing::TempDir tmp;
+  struct TmpDir {  // TMPDIR set for this test, restored however it ends
+    explicit TmpDir(const std::string& path) : had(std::getenv("TMPDIR") != nullptr) {
+      if (had) saved = std::getenv("TMPDIR");
+      ::setenv("TMPDIR", path.c_str(), 1);
+    }
+    ~TmpDir() { had ? ::setenv("TMPDIR", saved.c_str(), 1) : ::unsetenv("TMPDIR"); }
+    bool had;
+    std::string saved;
+  } tmpdir(tmp.path());
+  // A "driver" that makes its listener and dies without ending it; its folder.
+  auto killed_driver = [&]() {
+    int pipe_fds[2];
+    EXPECT_EQ(::pipe(pipe_fds), 0);
+    const pid_t child = ::fork();
+    if (child == 0) {
+      auto listener = Listener::unix_socket(Secret::random());
+      const std::string endpoint = listener->endpoint();
+      (void)!::write(pipe_fds[1], endpoint.data(), endpoint.size());
+      ::_exit(0);  // no destructor, as kill -9
+    }
+    ::close(pipe_fds[1]);
+    char buffer[512];
+    const ssize_t n = ::read(pipe_fds[0], buffer, sizeof buffer);
+    ::close(pipe_fds[0]);
+    EXPECT_EQ(::waitpid(child, nullptr, 0), child);
+    const std::string endpoint(buffer, n > 0 ? static_cast<size_t>(n) : 0);
+    return std::filesystem::path(endpoint.substr(5)).parent_path();  // unix:DIR/driver.sock
+  };
+  const auto with_more = killed_driver();
+  std::ofstream(with_more / "model.pt") << "not tune's";
+  const auto abandoned = killed_driver();  // its listener left `with_more` alone
+  ASSERT_TRUE(std::filesystem::exists(with_more / "driver.sock"));
+  ASSERT_TRUE(std::filesystem::exists(abandoned / "driver.sock"));
+  ASSERT_EQ(abandoned.filename().string().rfind("tune-driver-", 0), 0u) << abandoned;
+  {
+    auto running = Listener::unix_socket(Secret::random());
+    const auto running_dir = std::filesystem::path(running->endpoint().substr(5)).parent_path();
+    EXPECT_FALSE(std::filesystem::exists(abandoned)) << "the killed driver's folder is removed";
+    EXPECT_TRUE(std::filesystem::exists(with_more / "model.pt")) << "a folder holding something else stays";
+    auto second = Listener::unix_socket(Secret::random());
+    EXPECT_TRUE(std::filesystem::exists(running_dir / "driver.sock")) << "a running driver's folder stays";
+  }
+  size_t left = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(tmp.path())) left += entry.path() != with_more;
+  EXPECT_EQ(left, 0u) << "both listeners removed their folders";
 }
 
 TEST(Transport, TcpOnLoopbackAcceptsAWorkerWithTheToken) {

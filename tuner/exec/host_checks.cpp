@@ -1,21 +1,18 @@
 #include "tuner/exec/host_checks.h"
 
 #include <signal.h>
-#include <stdlib.h>
 #include <sys/wait.h>
-
 #include <unistd.h>
 
-#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <string_view>
 
 #include "base/error.h"
 #include "tuner/exec/clock.h"
 #include "tuner/exec/mpi_launcher.h"
+#include "tuner/exec/owned_folders.h"
 
 namespace tune::internal {
 
@@ -42,51 +39,23 @@ void HostChecks::start(const HostCheckRequest& request, const std::string& endpo
 namespace {
 
 constexpr std::string_view kFolderPrefix = "tune-checks-";
-constexpr const char* kOwnerFile = "owner";
 
-// Whether every entry of a check-log folder is one tune writes there.
-bool holds_only_check_logs(const std::filesystem::path& dir) {
+// An entry tune writes into a check-log folder: check_<id>.log.
+bool check_log(const std::filesystem::directory_entry& entry) {
+  const std::string name = entry.path().filename().string();
   std::error_code ec;
-  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    const std::string name = it->path().filename().string();
-    const bool log = name.rfind("check_", 0) == 0 && name.size() > 10 && name.compare(name.size() - 4, 4, ".log") == 0;
-    if (!(log || name == kOwnerFile) || !it->is_regular_file(ec) || it->is_symlink(ec)) return false;
-  }
-  return !ec;
+  return name.rfind("check_", 0) == 0 && name.size() > 10 && name.compare(name.size() - 4, 4, ".log") == 0 &&
+         entry.is_regular_file(ec) && !entry.is_symlink(ec);
 }
 
 }  // namespace
 
 int HostChecks::remove_abandoned_folders(const std::string& folder) {
-  int removed = 0;
-  std::error_code ec;
-  for (std::filesystem::directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec)) {
-    const std::filesystem::path dir = it->path();
-    const std::string name = dir.filename().string();
-    if (name.size() != kFolderPrefix.size() + 6 || name.rfind(kFolderPrefix, 0) != 0) continue;
-    std::error_code type_ec;
-    if (it->is_symlink(type_ec) || !it->is_directory(type_ec)) continue;
-    std::ifstream owner(dir / kOwnerFile);
-    long long pid = 0;
-    if (!(owner >> pid) || pid <= 1) continue;  // not one of ours, or written by an older tune
-    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;  // its driver still runs
-    if (!holds_only_check_logs(dir)) continue;  // something else was put there: left alone
-    std::error_code remove_ec;
-    if (std::filesystem::remove_all(dir, remove_ec) > 0 && !remove_ec) ++removed;
-  }
-  return removed;
+  return internal::remove_abandoned_folders(folder, kFolderPrefix, check_log);
 }
 
 void HostChecks::launch(int id, Probe& probe, const std::string& endpoint, const Secret& secret) {
-  if (log_dir_.empty()) {
-    const std::filesystem::path tmp = std::filesystem::temp_directory_path();
-    remove_abandoned_folders(tmp.string());
-    std::string pattern = (tmp / (std::string(kFolderPrefix) + "XXXXXX")).string();
-    if (!::mkdtemp(pattern.data())) throw Error("cannot create a folder for host checks in " + pattern);
-    log_dir_ = pattern;
-    // Whose it is: a later driver removes it if this one is killed before its destructor runs.
-    std::ofstream(log_dir_ + "/" + kOwnerFile) << ::getpid() << "\n";
-  }
+  if (log_dir_.empty()) log_dir_ = make_owned_folder(kFolderPrefix, check_log);
   MpiLaunch launch;
   launch.ranks = 1;
   launch.program = {options_.executable};

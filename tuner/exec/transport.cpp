@@ -33,6 +33,7 @@
 
 #include "base/error.h"
 #include "tuner/exec/clock.h"
+#include "tuner/exec/owned_folders.h"
 #include "tuner/exec/protocol.h"
 
 namespace tune::internal {
@@ -247,10 +248,12 @@ struct Listener::Pending {
 
 std::unique_ptr<Listener> Listener::unix_socket(Secret secret, ListenerLimits limits) {
   std::unique_ptr<Listener> l(new Listener());
-  std::string pattern = (std::filesystem::temp_directory_path() / "tune-XXXXXX").string();
-  if (!mkdtemp(pattern.data())) throw Error(std::string("cannot create socket dir: ") + std::strerror(errno));
-  l->dir_ = pattern;
-  ::chmod(l->dir_.c_str(), 0700);
+  // TEMP/tune-driver-XXXXXX/driver.sock: removed with the listener, or by a
+  // later driver if this one is killed first.
+  l->dir_ = make_owned_folder("tune-driver-", [](const std::filesystem::directory_entry& entry) {
+    std::error_code ec;
+    return entry.path().filename() == "driver.sock" && entry.is_socket(ec);
+  });
   const std::string path = l->dir_ + "/driver.sock";
   l->fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (l->fd_ < 0) throw Error(std::string("socket: ") + std::strerror(errno));

@@ -98,7 +98,7 @@ class Listener {
   Listener(const Listener&) = delete;
   Listener& operator=(const Listener&) = delete;
 
-  // "unix:/tmp/tune-x/driver.sock" or "tcp:10.77.0.1:41234" ("tcp:[::1]:4123").
+  // "unix:/tmp/tune-driver-x1Y2z3/driver.sock" or "tcp:10.77.0.1:41234" ("tcp:[::1]:4123").
   const std::string& endpoint() const { return endpoint_; }
   const Secret& secret() const { return secret_; }
   // The next connection that proved the secret and sent its first frame
