@@ -306,6 +306,45 @@ TEST(SweepSpecErrors, PointsToEvaluateMustBeMappingsOfKnownParameters) {
   EXPECT_EQ(error_of(head + "points_to_evaluate: [{b: {d: 2}, x1: 0.5}]\n"), "no error");
 }
 
+// Ray's TrialPlateauStopper and ExperimentPlateauStopper, as stop.plateau and
+// stop.experiment_plateau: read with their defaults, checked at their line,
+// kept through the store's JSON.
+TEST(SweepSpecParse, PlateauStoppersAreReadCheckedAndRoundTrip) {
+  const std::string head = std::string(kMinimal) + "metric: loss\nmode: min\n";
+  SweepSpec spec = parse_sweep(head + "stop:\n  plateau: {std: 0.05, num_results: 3, metric_threshold: 0.5}\n"
+                                      "  experiment_plateau: {top: 4, patience: 2}\n", "sweep.yaml");
+  ASSERT_TRUE(spec.stop.plateau.has_value());
+  EXPECT_EQ(spec.stop.plateau->metric, "");  // the sweep's
+  EXPECT_DOUBLE_EQ(spec.stop.plateau->std, 0.05);
+  EXPECT_EQ(spec.stop.plateau->num_results, 3);
+  EXPECT_EQ(spec.stop.plateau->grace_period, 4);  // Ray's default
+  EXPECT_EQ(spec.stop.plateau->metric_threshold, std::optional<double>(0.5));
+  ASSERT_TRUE(spec.stop.experiment_plateau.has_value());
+  EXPECT_EQ(spec.stop.experiment_plateau->top, 4);
+  EXPECT_EQ(spec.stop.experiment_plateau->patience, 2);
+  EXPECT_DOUBLE_EQ(spec.stop.experiment_plateau->std, 0.001);
+  EXPECT_TRUE(spec.stop.metric_thresholds.empty());
+  const SweepSpec back = SweepSpec::from_json(Json::parse(spec.to_json().dump()));
+  EXPECT_EQ(back.to_json(), spec.to_json());
+  EXPECT_EQ(back.stop.plateau->metric_threshold, std::optional<double>(0.5));
+  EXPECT_FALSE(parse_sweep(head + "stop: {plateau: {}}\n", "sweep.yaml").stop.experiment_plateau.has_value());
+
+  EXPECT_EQ(error_of(head + "stop: {plateau: {std: -1}}\n"),
+            "sweep.yaml:5: stop.plateau.std must be a positive number, got '-1'");
+  EXPECT_EQ(error_of(head + "stop:\n  plateau:\n    num_results: 1\n"),
+            "sweep.yaml:7: stop.plateau.num_results must be an integer >= 2, got '1'");
+  EXPECT_THAT(error_of(head + "stop: {plateau: {window: 3}}\n"),
+              StartsWith("sweep.yaml:5: unknown key 'window' in stop.plateau"));
+  EXPECT_EQ(error_of(head + "stop: {plateau: 3}\n"), "sweep.yaml:5: stop.plateau must be a mapping, got '3'");
+  EXPECT_EQ(error_of(head + "stop: {platau: {std: 0.1}}\n"),
+            "sweep.yaml:5: unknown stop key 'platau' (did you mean 'plateau'?) (a metric threshold is a number)");
+  EXPECT_EQ(error_of(head + "stop: {experiment_plateau: {metric: acc}}\n"),
+            "sweep.yaml:5: stop.experiment_plateau on 'acc' needs stop.experiment_plateau.mode (min or max)");
+  EXPECT_EQ(error_of(head + "stop: {experiment_plateau: {metric: acc, mode: max, top: 1}}\n"),
+            "sweep.yaml:5: stop.experiment_plateau.top must be an integer >= 2, got '1'");
+  EXPECT_EQ(error_of(with("stop: {plateau: {}}\n")), "sweep.yaml:3: stop.plateau needs a metric (the sweep has none)");
+}
+
 TEST(SweepSpecErrors, DuplicateTopLevelKeysAreRejected) {
   EXPECT_EQ(error_of(with("num_samples: 2\nnum_samples: 3\n")), "sweep.yaml:4: duplicate key 'num_samples'");
 }

@@ -86,6 +86,58 @@ TEST(Tuner, TheTimeBudgetEndsTheSweepAndStopsRunningTrials) {
   }
 }
 
+// stop.plateau (Ray's TrialPlateauStopper, defaults std 0.01, 4 results,
+// grace 4): loss = x*x + 1/i, whatever x, has its last 4 values' standard
+// deviation (numpy's, as Ray's) first under 0.01 at i = 13 (0.00861; 0.0114
+// at 12). With metric_threshold 1.0 a trial stops only once its loss is
+// <= 1.0 too: never for |x| >= 1.
+TEST(Tuner, APlateauStopsATrialOnceItsLastValuesAgree) {
+  TempDir dir;
+  auto trainable = [](Session& s) {
+    const double x = s.config()["x"];
+    for (int i = 1; i <= 200; ++i) s.report({{"loss", x * x + 1.0 / i}});
+  };
+  SweepSpec spec = quadratic_spec("plateau", 4);
+  spec.stop.plateau = StopCriteria::Plateau{};
+  ResultGrid flat = Tuner(trainable, spec, quiet_run(dir)).fit();
+  ASSERT_EQ(flat.size(), 4u);
+  for (const auto& r : flat.results()) EXPECT_EQ(r.metrics["training_iteration"], 13) << r.config.dump();
+
+  SweepSpec bounded = quadratic_spec("plateau_threshold", 8);
+  bounded.stop.plateau = StopCriteria::Plateau{};
+  bounded.stop.plateau->metric_threshold = 1.0;
+  ResultGrid results = Tuner(trainable, bounded, quiet_run(dir)).fit();
+  ASSERT_EQ(results.size(), 8u);
+  int ran_out = 0;
+  for (const auto& r : results.results()) {
+    const double x = r.config["x"];
+    int expected = 200;  // the first i >= 13 whose loss is <= 1.0, if any
+    for (int i = 13; i <= 200 && expected == 200; ++i)
+      if (x * x + 1.0 / i <= 1.0) expected = i;
+    EXPECT_EQ(r.metrics["training_iteration"], expected) << "x = " << x;
+    ran_out += expected == 200;
+  }
+  EXPECT_GT(ran_out, 0) << "some x in [-2, 2] has |x| >= 1: the threshold kept it running";
+  EXPECT_LT(ran_out, 8);
+}
+
+// stop.experiment_plateau (Ray's ExperimentPlateauStopper): every trial
+// reports 1.0 once, one trial at a time; the best 3 are flat (std 0) from the
+// 3rd result on, and with patience 2 the sweep stops at the 5th of 50.
+TEST(Tuner, AnExperimentPlateauEndsTheSweep) {
+  TempDir dir;
+  SweepSpec spec = quadratic_spec("flat", 50);
+  spec.max_concurrent_trials = 1;
+  StopCriteria::ExperimentPlateau plateau;
+  plateau.std = 0;
+  plateau.top = 3;
+  plateau.patience = 2;
+  spec.stop.experiment_plateau = plateau;
+  ResultGrid results = Tuner([](Session& s) { s.report({{"loss", 1.0}}); }, spec, quiet_run(dir)).fit();
+  EXPECT_EQ(results.size(), 5u);
+  for (const auto& r : results.results()) EXPECT_EQ(r.status, "TERMINATED");
+}
+
 TEST(Tuner, AFailingTrialIsErrorAndTheSweepGoesOn) {
   TempDir dir;
   Tuner tuner([](Session& s) {

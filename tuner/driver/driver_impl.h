@@ -65,6 +65,12 @@ struct TrialState {
   // last_result are null after.
   std::vector<std::uint8_t> packed;
   double packed_metric = NAN;  // packed: its last result's metric (the progress table ranks by it)
+  // stop.plateau: the last num_results values of its metric, oldest first
+  // (emptied by an exploit: the values before it are another config's), and
+  // how many values it has reported in all (its grace period). Not saved: a
+  // resumed sweep fills the window again.
+  std::vector<double> plateau_values;
+  int64_t plateau_seen = 0;
 };
 
 // A final trial's config and last result, packed or not.
@@ -142,6 +148,7 @@ class Driver {
   TUNE_PROFILED Verdict on_result(TrialState& trial, TrialEvent& event);
   TUNE_PROFILED void on_end(TrialState* trial, const TrialEvent& event);
   void record_checkpoint(TrialState& trial, const std::string& path);
+  void note_plateaus(TrialState& trial, const Json& result);
   bool stop_criteria_met(const TrialState& trial, const Json& result) const;
   bool next_result_runs_ahead(const TrialState& trial) const;
   TrialDecision decide(const TrialState& trial, const Json& result);
@@ -231,6 +238,10 @@ class Driver {
   int64_t searcher_state_saved_ = -1;  // next_index_ when the searcher's state was last saved
   bool state_changed_ = false;  // a pause/exploit in this batch: save scheduler state now
   bool stopping_ = false, interrupted_ = false;
+  // stop.experiment_plateau: the best `top` values of its metric so far (best
+  // first) and for how many results in a row they have been flat.
+  std::vector<double> top_values_;
+  int64_t flat_results_ = 0;
   bool launch_left_ = false;  // launch_ready() stopped at starts_per_turn with places left
   int started_this_turn_ = 0;
   double started_ = 0, last_progress_ = 0, last_state_save_ = 0;

@@ -187,6 +187,22 @@ std::string describe_stop(const StopCriteria& stop, const SweepSpec& spec) {
     text << "the sweep after " << *stop.time_budget_s << " s";
     add(text.str());
   }
+  if (const auto& p = stop.plateau) {
+    std::ostringstream text;
+    text << "a trial whose last " << p->num_results << " values of " << (p->metric.empty() ? spec.metric : p->metric)
+         << " have a std < " << p->std << " (after " << p->grace_period << " values";
+    if (p->metric_threshold) text << ", once " << ((p->mode.empty() ? spec.mode : p->mode) == "min" ? "<= " : ">= ")
+                                  << *p->metric_threshold;
+    text << ")";
+    add(text.str());
+  }
+  if (const auto& p = stop.experiment_plateau) {
+    std::ostringstream text;
+    text << "the sweep when its best " << p->top << " values of " << (p->metric.empty() ? spec.metric : p->metric)
+         << " have a std <= " << p->std << " for " << p->patience + 1 << " result" << (p->patience ? "s" : "")
+         << " in a row";
+    add(text.str());
+  }
   return out.empty() ? "none (trials end when the trainable returns)" : out;
 }
 

@@ -2,8 +2,10 @@
 // the store, and the one place where a decision becomes an action (apply).
 // Runs inside the driver's batch transaction; verdicts reach trials only
 // after it commits.
+#include <algorithm>
 #include <cmath>
 #include <iostream>
+#include <utility>
 
 #include "base/error.h"
 #include "base/names.h"
@@ -117,6 +119,7 @@ Verdict Driver::on_result(TrialState& trial, TrialEvent& event) {
     store_->add_event(experiment_.id, trial.row, "checkpoint_failed", {{"message", event.message}}, unix_now);
   }
   sweep_.searcher->on_result(trial.index, kept);
+  note_plateaus(trial, kept);
   apply(trial, decide(trial, kept));
   if (!running(trial)) return Verdict::kStop;
   return next_result_runs_ahead(trial) ? Verdict::kRunAhead : Verdict::kContinue;
@@ -140,9 +143,75 @@ void Driver::record_checkpoint(TrialState& trial, const std::string& path) {
   prune(trial);
 }
 
+namespace {
+
+// The population standard deviation (numpy's default, as Ray's stoppers use).
+double population_std(const std::vector<double>& values) {
+  double mean = 0;
+  for (double v : values) mean += v;
+  mean /= static_cast<double>(values.size());
+  double squares = 0;
+  for (double v : values) squares += (v - mean) * (v - mean);
+  return std::sqrt(squares / static_cast<double>(values.size()));
+}
+
+// A plateau stopper's metric and whether lower is better: its own, else the sweep's.
+std::pair<const std::string&, bool> plateau_metric(const std::string& metric, const std::string& mode,
+                                                   const SweepSpec& spec) {
+  return {metric.empty() ? spec.metric : metric, (mode.empty() ? spec.mode : mode) == "min"};
+}
+
+}  // namespace
+
+// The plateau stoppers take the result's value of their metric, if it has one.
+// The sweep's stops (Ray's ExperimentPlateauStopper) once its `top` best values
+// have been within `std` for more than `patience` results in a row.
+void Driver::note_plateaus(TrialState& trial, const Json& result) {
+  const StopCriteria& stop = sweep_.spec.stop;
+  if (stop.plateau) {
+    const auto [metric, minimize] = plateau_metric(stop.plateau->metric, stop.plateau->mode, sweep_.spec);
+    if (auto it = result.find(metric); it != result.end() && it->is_number()) {
+      auto& values = trial.plateau_values;
+      if (static_cast<int64_t>(values.size()) >= stop.plateau->num_results) values.erase(values.begin());
+      values.push_back(it->get<double>());
+      trial.plateau_seen += 1;
+    }
+  }
+  if (!stop.experiment_plateau || stopping_) return;
+  const StopCriteria::ExperimentPlateau& p = *stop.experiment_plateau;
+  const auto [metric, minimize] = plateau_metric(p.metric, p.mode, sweep_.spec);
+  auto it = result.find(metric);
+  if (it == result.end() || !it->is_number()) return;
+  const double value = it->get<double>();
+  const auto at = std::upper_bound(top_values_.begin(), top_values_.end(), value,
+                                   [minimize = minimize](double a, double b) { return minimize ? a < b : a > b; });
+  if (at - top_values_.begin() < p.top) {
+    top_values_.insert(at, value);
+    if (static_cast<int64_t>(top_values_.size()) > p.top) top_values_.pop_back();
+  }
+  const bool flat = static_cast<int64_t>(top_values_.size()) == p.top && population_std(top_values_) <= p.std;
+  flat_results_ = flat ? flat_results_ + 1 : 0;
+  if (flat && flat_results_ > p.patience) {
+    stopping_ = true;  // running trials end at their next result
+    store_->add_event(experiment_.id, trial.row, "experiment_plateau",
+                      {{"metric", metric}, {"top", top_values_}, {"std", population_std(top_values_)}},
+                      clock_.unix_time());
+  }
+}
+
 bool Driver::stop_criteria_met(const TrialState& trial, const Json& result) const {
   const StopCriteria& stop = sweep_.spec.stop;
   if (stop.training_iteration && trial.iteration >= *stop.training_iteration) return true;
+  if (const auto& p = stop.plateau) {  // Ray's TrialPlateauStopper
+    const auto [metric, minimize] = plateau_metric(p->metric, p->mode, sweep_.spec);
+    const auto& values = trial.plateau_values;
+    if (result.contains(metric) && trial.plateau_seen >= p->grace_period &&
+        static_cast<int64_t>(values.size()) == p->num_results &&
+        (!p->metric_threshold || (minimize ? values.back() <= *p->metric_threshold
+                                           : values.back() >= *p->metric_threshold)) &&
+        population_std(values) < p->std)
+      return true;
+  }
   for (const auto& [key, threshold] : stop.metric_thresholds) {
     auto it = result.find(key);
     if (it == result.end() || !it->is_number()) continue;
@@ -174,7 +243,8 @@ bool Driver::next_result_runs_ahead(const TrialState& trial) const {
   if (!(iteration_s < kLongestIterationS)) return false;
   const StopCriteria& stop = sweep_.spec.stop;
   const int64_t next = trial.iteration + 1;
-  if (!stop.metric_thresholds.empty() || (stop.training_iteration && next >= *stop.training_iteration)) return false;
+  if (!stop.metric_thresholds.empty() || stop.plateau || (stop.training_iteration && next >= *stop.training_iteration))
+    return false;
   return !sweep_.scheduler->may_decide(trial.index, next);
 }
 
@@ -265,6 +335,7 @@ void Driver::exploit(TrialState& trial, const TrialDecision& decision) {
   const Checkpoint from = *donor_checkpoint(decision.donor);
   leave_running(trial);
   trial.exploits += 1;
+  trial.plateau_values.clear();  // another config's values from here
   ExploitInFlight copy;
   copy.donor = decision.donor;
   copy.donor_row = donor.row;

@@ -23,6 +23,7 @@ const std::vector<std::string> kTopKeys = {
     "checkpoint", "failure",   "data",       "preprocess"};
 const std::vector<std::string> kResourceKeys = sweep_field_keys("resources");
 const std::vector<std::string> kCheckpointKeys = sweep_field_keys("checkpoint");
+constexpr int64_t kMaxCount = 1'000'000'000;  // counts of results: bounded, whatever a file says
 const std::vector<std::string> kFailureKeys = sweep_field_keys("failure");
 
 // One key of the field table (tuner/spec/sweep_fields.h) from `o`, checked
@@ -445,17 +446,55 @@ class Reader {
     }
   }
 
-  // stop: the table's criteria, and any other key a metric threshold.
+  // stop: the table's criteria, the plateau stoppers, and any other key a
+  // metric threshold.
   void read_stop(const OrderedJson& value, SweepSpec& spec) const {
     const OptionReader o = section(value, "stop", nullptr);
     for (const auto& [key, item] : o.options().items()) {
       if (item.is_null()) continue;
       if (const SweepField* field = find_field("stop", key)) {
         read_field(o, *field, spec);
+      } else if (key == "plateau") {
+        read_plateau(value.at(key), spec);
+      } else if (key == "experiment_plateau") {
+        read_experiment_plateau(value.at(key), spec);
+      } else if (item.is_object()) {
+        throw ConfigError::at_key("stop." + key, "unknown stop key '" + key + "'" +
+                                                     did_you_mean(key, {"plateau", "experiment_plateau"}) +
+                                                     " (a metric threshold is a number)");
       } else {
         spec.stop.metric_thresholds[key] = o.finite_number(key, 0);
       }
     }
+  }
+
+  // stop.plateau: {metric, mode, std, num_results, grace_period, metric_threshold}.
+  void read_plateau(const OrderedJson& value, SweepSpec& spec) const {
+    static const std::vector<std::string> keys = {"metric", "mode", "std", "num_results", "grace_period",
+                                                  "metric_threshold"};
+    const OptionReader o = section(value, "stop.plateau", &keys);
+    StopCriteria::Plateau p;
+    p.metric = o.text("metric", p.metric);
+    p.mode = o.string("mode", p.mode, {"min", "max"});
+    p.std = o.number("std", p.std, Bound::above(0));
+    p.num_results = o.integer_in("num_results", p.num_results, 2, kMaxCount, "an integer >= 2");
+    p.grace_period = o.integer_in("grace_period", p.grace_period, 0, kMaxCount, "a non-negative integer");
+    if (o.has("metric_threshold") && !o.raw("metric_threshold").is_null())
+      p.metric_threshold = o.finite_number("metric_threshold", 0);
+    spec.stop.plateau = p;
+  }
+
+  // stop.experiment_plateau: {metric, mode, std, top, patience}.
+  void read_experiment_plateau(const OrderedJson& value, SweepSpec& spec) const {
+    static const std::vector<std::string> keys = {"metric", "mode", "std", "top", "patience"};
+    const OptionReader o = section(value, "stop.experiment_plateau", &keys);
+    StopCriteria::ExperimentPlateau p;
+    p.metric = o.text("metric", p.metric);
+    p.mode = o.string("mode", p.mode, {"min", "max"});
+    p.std = o.number("std", p.std, Bound::at_least(0));
+    p.top = o.integer_in("top", p.top, 2, kMaxCount, "an integer >= 2");
+    p.patience = o.integer_in("patience", p.patience, 0, kMaxCount, "a non-negative integer");
+    spec.stop.experiment_plateau = p;
   }
 
   void read_checkpoint(const OrderedJson& value, SweepSpec& spec) const {

@@ -34,7 +34,7 @@ bool starts_path(const std::string& prefix, const std::string& path) {
 // attributes the driver adds to every result, and the sweep-wide budget.
 const std::vector<std::string>& stop_attributes() {
   static const std::vector<std::string> names = {"training_iteration", "time_total_s", "time_this_iter_s",
-                                                 "time_budget_s", "timestamp"};
+                                                 "time_budget_s", "timestamp", "plateau", "experiment_plateau"};
   return names;
 }
 
@@ -54,6 +54,38 @@ void check_stop_key(const SweepSpec& spec, const std::string& key) {
   if (!hint.empty())
     throw ConfigError::at_key("stop." + key, "unknown stop key '" + key + "'" + hint +
                                                  "; other keys are thresholds on metrics the trainable reports");
+}
+
+// The plateau stoppers: a metric (the sweep's by default) and, where values
+// are ranked, a mode (the sweep's when it is the sweep's metric).
+void check_plateaus(const SweepSpec& spec) {
+  if (const auto& p = spec.stop.plateau) {
+    const std::string metric = p->metric.empty() ? spec.metric : p->metric;
+    require(!metric.empty(), "stop.plateau", "stop.plateau needs a metric (the sweep has none)");
+    require(p->mode.empty() || is_min_max(p->mode), "stop.plateau.mode", "stop.plateau.mode must be 'min' or 'max'");
+    require(std::isfinite(p->std) && p->std > 0, "stop.plateau.std", "stop.plateau.std must be a positive number");
+    require(p->num_results >= 2, "stop.plateau.num_results", "stop.plateau.num_results must be an integer >= 2");
+    require(p->grace_period >= 0, "stop.plateau.grace_period", "stop.plateau.grace_period must be a non-negative integer");
+    if (p->metric_threshold) {
+      require(std::isfinite(*p->metric_threshold), "stop.plateau.metric_threshold",
+              "stop.plateau.metric_threshold must be a number");
+      require(!p->mode.empty() || metric == spec.metric, "stop.plateau.mode",
+              "stop.plateau.metric_threshold on '" + metric + "' needs stop.plateau.mode (min or max)");
+    }
+  }
+  if (const auto& p = spec.stop.experiment_plateau) {
+    const std::string metric = p->metric.empty() ? spec.metric : p->metric;
+    require(!metric.empty(), "stop.experiment_plateau", "stop.experiment_plateau needs a metric (the sweep has none)");
+    require(p->mode.empty() || is_min_max(p->mode), "stop.experiment_plateau.mode",
+            "stop.experiment_plateau.mode must be 'min' or 'max'");
+    require(!p->mode.empty() || metric == spec.metric, "stop.experiment_plateau.mode",
+            "stop.experiment_plateau on '" + metric + "' needs stop.experiment_plateau.mode (min or max)");
+    require(std::isfinite(p->std) && p->std >= 0, "stop.experiment_plateau.std",
+            "stop.experiment_plateau.std must be a number >= 0");
+    require(p->top >= 2, "stop.experiment_plateau.top", "stop.experiment_plateau.top must be an integer >= 2");
+    require(p->patience >= 0, "stop.experiment_plateau.patience",
+            "stop.experiment_plateau.patience must be a non-negative integer");
+  }
 }
 
 // Several objectives (make_searcher checks the list itself): a scheduler
@@ -98,6 +130,7 @@ void check_fields(const SweepSpec& spec) {
     require(std::isfinite(value), "stop." + key, "stop." + key + " must be a number");
     check_stop_key(spec, key);
   }
+  check_plateaus(spec);
   require(spec.checkpoint.num_to_keep >= 0, "checkpoint.num_to_keep",
           "checkpoint.num_to_keep must be a non-negative integer, got " + std::to_string(spec.checkpoint.num_to_keep));
   require(spec.checkpoint.score_order.empty() || is_min_max(spec.checkpoint.score_order), "checkpoint.score_order",
@@ -250,6 +283,46 @@ SearchOptions SweepSpec::search_options() const {
   return options;
 }
 
+namespace {
+
+Json plateau_to_json(const std::optional<StopCriteria::Plateau>& p) {
+  if (!p) return nullptr;
+  return {{"metric", p->metric}, {"mode", p->mode}, {"std", p->std}, {"num_results", p->num_results},
+          {"grace_period", p->grace_period},
+          {"metric_threshold", p->metric_threshold ? Json(*p->metric_threshold) : Json()}};
+}
+
+std::optional<StopCriteria::Plateau> plateau_from_json(const Json& json) {
+  if (!json.is_object()) return std::nullopt;
+  StopCriteria::Plateau p;
+  p.metric = json.value("metric", p.metric);
+  p.mode = json.value("mode", p.mode);
+  p.std = json.value("std", p.std);
+  p.num_results = json.value("num_results", p.num_results);
+  p.grace_period = json.value("grace_period", p.grace_period);
+  if (json.contains("metric_threshold") && json["metric_threshold"].is_number())
+    p.metric_threshold = json["metric_threshold"].get<double>();
+  return p;
+}
+
+Json experiment_plateau_to_json(const std::optional<StopCriteria::ExperimentPlateau>& p) {
+  if (!p) return nullptr;
+  return {{"metric", p->metric}, {"mode", p->mode}, {"std", p->std}, {"top", p->top}, {"patience", p->patience}};
+}
+
+std::optional<StopCriteria::ExperimentPlateau> experiment_plateau_from_json(const Json& json) {
+  if (!json.is_object()) return std::nullopt;
+  StopCriteria::ExperimentPlateau p;
+  p.metric = json.value("metric", p.metric);
+  p.mode = json.value("mode", p.mode);
+  p.std = json.value("std", p.std);
+  p.top = json.value("top", p.top);
+  p.patience = json.value("patience", p.patience);
+  return p;
+}
+
+}  // namespace
+
 Json SweepSpec::to_json() const {
   Json json = {{"name", name},
                {"trainable", trainable},
@@ -261,7 +334,9 @@ Json SweepSpec::to_json() const {
                  {"seed", search.seed ? Json(*search.seed) : Json()},
                  {"params", search.params}}},
                {"scheduler", {{"type", scheduler.type}, {"params", scheduler.params}}},
-               {"stop", {{"metric_thresholds", stop.metric_thresholds}}},
+               {"stop", {{"metric_thresholds", stop.metric_thresholds},
+                         {"plateau", plateau_to_json(stop.plateau)},
+                         {"experiment_plateau", experiment_plateau_to_json(stop.experiment_plateau)}}},
                {"param_space", param_space.to_json()},
                {"points_to_evaluate", points_to_evaluate},
                {"data", data},
@@ -305,6 +380,7 @@ T integer_value(const Json& json, const char* key, T fallback) {
   }
 }
 
+
 }  // namespace
 
 // Missing keys keep their defaults, so JSON written by an older tune still loads.
@@ -327,6 +403,8 @@ SweepSpec SweepSpec::from_json(const Json& json) {
     s.scheduler.type = scheduler.value("type", s.scheduler.type);
     s.scheduler.params = scheduler.value("params", s.scheduler.params);
     s.stop.metric_thresholds = section("stop").value("metric_thresholds", s.stop.metric_thresholds);
+    s.stop.plateau = plateau_from_json(section("stop").value("plateau", Json()));
+    s.stop.experiment_plateau = experiment_plateau_from_json(section("stop").value("experiment_plateau", Json()));
     if (json.contains("param_space")) s.param_space = SearchSpace::from_json(json["param_space"]);
     s.points_to_evaluate = json.value("points_to_evaluate", s.points_to_evaluate);
     if (json.contains("data")) s.data = json["data"];

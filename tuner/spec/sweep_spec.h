@@ -43,6 +43,33 @@ struct StopCriteria {
   std::map<std::string, double> metric_thresholds;
   // Stop the whole sweep after this many seconds of wall time. Default: none.
   std::optional<double> time_budget_s;
+
+  // Stop a trial whose metric has flattened out (Ray's TrialPlateauStopper):
+  // once it has reported `grace_period` values of `metric`, when the standard
+  // deviation of its last `num_results` is below `std` and, with
+  // `metric_threshold`, its latest value is at least that good for `mode`.
+  struct Plateau {
+    std::string metric;  // default: the sweep's metric
+    std::string mode;    // "min" | "max"; default: the sweep's mode (needed with metric_threshold)
+    double std = 0.01;
+    int64_t num_results = 4;
+    int64_t grace_period = 4;
+    std::optional<double> metric_threshold;
+  };
+  std::optional<Plateau> plateau;  // Default: none.
+
+  // Stop the whole sweep once its best results agree (Ray's
+  // ExperimentPlateauStopper): after each result, when the `top` best values
+  // of `metric` so far (best for `mode`) have a standard deviation at most
+  // `std`, for more than `patience` results in a row.
+  struct ExperimentPlateau {
+    std::string metric;  // default: the sweep's metric
+    std::string mode;    // "min" | "max"; default: the sweep's mode
+    double std = 0.001;
+    int64_t top = 10;
+    int64_t patience = 0;
+  };
+  std::optional<ExperimentPlateau> experiment_plateau;  // Default: none.
 };
 
 struct SchedulerOptions {
