@@ -6,6 +6,7 @@
 
 #include <SQLiteCpp/SQLiteCpp.h>
 #include <sqlite3.h>
+#include <sys/statvfs.h>
 
 #include <algorithm>
 #include <atomic>
@@ -700,7 +701,12 @@ class SqliteStore final : public Store {
   // once past kRestartPagesAlways. A writer that pauses lets the thread copy
   // everything and starts over at its next commit, as before. Past
   // kForegroundPages, should the thread fall behind, a commit copies
-  // whatever is left.
+  // whatever is left. On a disk with little room the WAL also starts over
+  // once it holds half the space its disk has free (wal_cap_, from the
+  // thread's statvfs after each copy; never under kRestartPages): it then
+  // takes at most about a third of what was free, where a second of commits
+  // wrote 18-36 MiB of WAL for a sweep of 2 MiB of results and filled a
+  // 20 MiB disk.
   static constexpr int kBackgroundPages = 1000;
   static constexpr int kRestartPages = 2000;         // ~8 MiB
   static constexpr int kRestartPagesAlways = 32768;  // ~128 MiB
@@ -716,7 +722,7 @@ class SqliteStore final : public Store {
     if (frames < store->hook_frames_) store->wal_started_ = std::chrono::steady_clock::now();  // started over
     store->hook_frames_ = frames;
     const auto restart_due = [&] {
-      return frames >= kRestartPagesAlways ||
+      return frames >= kRestartPagesAlways || frames >= store->wal_cap_.load(std::memory_order_relaxed) ||
              std::chrono::steady_clock::now() - store->wal_started_ >= store->restart_every_;
     };
     const bool thread_down = store->disk_full_.load(std::memory_order_relaxed);
@@ -744,7 +750,25 @@ class SqliteStore final : public Store {
       file->pMethods->xSync(file, SQLITE_SYNC_NORMAL);
   }
 
+  // The frames the WAL may hold before it starts over on a disk with little
+  // room: half the space free, in frames of `frame_bytes`.
+  void measure_room(int64_t frame_bytes) {
+    struct statvfs disk {};
+    if (::statvfs(path_.c_str(), &disk) != 0) return;
+    const auto free_bytes = static_cast<int64_t>(disk.f_bavail) * static_cast<int64_t>(disk.f_frsize);
+    const int64_t frames = free_bytes / 2 / frame_bytes;
+    wal_cap_.store(static_cast<int>(std::clamp<int64_t>(frames, kRestartPages, kRestartPagesAlways)),
+                   std::memory_order_relaxed);
+  }
+
   void run_checkpoints(sqlite3* db) {
+    sqlite3_stmt* page_size = nullptr;
+    int64_t frame_bytes = 4096 + 24;  // a WAL frame: a page and its header
+    if (sqlite3_prepare_v2(db, "PRAGMA page_size", -1, &page_size, nullptr) == SQLITE_OK &&
+        sqlite3_step(page_size) == SQLITE_ROW)
+      frame_bytes = sqlite3_column_int64(page_size, 0) + 24;
+    sqlite3_finalize(page_size);
+    measure_room(frame_bytes);
     std::unique_lock<std::mutex> lock(checkpoint_mutex_);
     int copied = 0;  // the WAL's frames at the last copy
     auto due = [&] {
@@ -763,6 +787,7 @@ class SqliteStore final : public Store {
         if (!disk_full_.load(std::memory_order_relaxed) &&
             sqlite3_wal_checkpoint_v2(db, nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr) == SQLITE_OK) {
           sync_database(db);
+          measure_room(frame_bytes);
           copy_done_.store(true, std::memory_order_relaxed);
         }
       }
@@ -788,6 +813,7 @@ class SqliteStore final : public Store {
   std::condition_variable checkpoint_wake_;
   bool stop_checkpoints_ = false;
   std::atomic<int> wal_frames_{0};  // as of the last commit
+  std::atomic<int> wal_cap_{kRestartPagesAlways};  // measure_room()
   std::atomic<bool> copy_done_{false};  // the thread copied the WAL since the last commit
   std::mutex copy_mutex_;                // held by the thread during each copy
   std::atomic<bool> disk_full_{false};   // a write failed for want of space: the thread copies no more

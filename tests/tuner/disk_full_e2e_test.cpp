@@ -114,5 +114,24 @@ TEST(DiskFull, TheDriverStopsCleanlyAndResumeFinishesOnceSpaceIsBack) {
   EXPECT_EQ(db.execAndGet("SELECT count(*) FROM trials WHERE last_iteration = 200").getInt(), 40);
 }
 
+// A small disk with room for the sweep's results (~2 MiB) but not for a WAL
+// that starts over only once a second: 40 fast trials wrote 18-20 MiB of WAL
+// within that second and filled 20 MiB (3 runs of 3, before the WAL was
+// capped at half the disk's free space). Now the sweep runs to its end.
+TEST(DiskFull, ASweepOnASmallDiskKeepsItsWalWithinTheRoomLeft) {
+  TempDir dir;
+  const std::string sweep = dir.write("full.yaml", kFullDiskSweep), mnt = dir.file("mnt");
+  const std::string script = "set -e; mkdir -p " + mnt + "; mount -t tmpfs -o size=20m tmpfs " + mnt + "; set +e; " +
+                             TUNE_BINARY + " run " + sweep + " --slots 6 --storage " + mnt + "/store -q 2>" +
+                             dir.file("run.err") + "; echo $? >" + dir.file("run.rc") + "; set -e; cp -r " + mnt +
+                             "/store " + dir.file("final");
+  auto r = run_command("timeout 120 unshare -m sh -c '" + script + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(read(dir.file("run.rc")), "0\n") << read(dir.file("run.err"));
+  SQLite::Database db(dir.file("final/tune.db"), SQLite::OPEN_READONLY);
+  EXPECT_EQ(db.execAndGet("SELECT count(*) FROM trials WHERE last_iteration = 200").getInt(), 40);
+  EXPECT_EQ(db.execAndGet("SELECT count(*) FROM results").getInt(), 40 * 200);
+}
+
 }  // namespace
 }  // namespace tune
