@@ -3,12 +3,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 #include <vector>
 
 #include "test_util.h"
@@ -245,6 +247,47 @@ TEST(TrainerCli, PredictUsesTheBestCheckpointAndGivesTheSameRowsOnOneAndTwoRanks
   std::snprintf(accuracy, sizeof accuracy, "accuracy %.4f (%lld/257)", correct / 257.0, static_cast<long long>(correct));
   EXPECT_NE(one.out.find(accuracy), std::string::npos) << one.out;
   EXPECT_GT(correct / 257.0, 0.6);  // learned something (majority class is ~50-60%)
+}
+
+// `tune predict --workers 2` runs its ranks under mpirun in a process group of
+// their own: a SIGTERM (or Ctrl-C, SIGHUP) that ends `tune predict` is passed
+// on to them, so nothing goes on predicting into the output behind the
+// user's back (before: exit 143, and the ranks finished 4,000,000 rows later).
+TEST(TrainerCli, AStoppedPredictLeavesNoRankRunning) {
+  TempDir dir;
+  const std::string store = dir.file("store");
+  ASSERT_EQ(run_tune("run " + dir.write("a.yaml", taxi_sweep("taxi", "", 0)) + " --storage " + store + " --quiet --slots 2")
+                .exit_code,
+            0);
+  const std::string output = dir.file("stopped_predictions.csv");  // names its processes: pgrep -f
+  run_command("(OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 " + std::string(TUNE_BINARY) +
+              " predict taxi --storage " + store + " --input taxi-trips:4000000 --output " + output +
+              " --workers 2 & echo $! > " + dir.file("pid.tmp") + " && mv " + dir.file("pid.tmp") + " " +
+              dir.file("pid") + "; wait $!; echo $? > " + dir.file("rc.tmp") + " && mv " + dir.file("rc.tmp") + " " +
+              dir.file("rc") + ") >/dev/null 2>&1 &");
+  // The processes whose command line holds `output` ("[s]": not the shell that runs pgrep).
+  const std::string pattern = "'" + dir.path() + "/[s]topped_predictions.csv'";
+  auto count = [&] { return std::stoi("0" + run_command("pgrep -c -f " + pattern).out); };
+  int pid = 0;
+  for (int i = 0; i < 400 && (pid == 0 || count() < 4); ++i) {  // tune, mpirun and two ranks
+    std::ifstream(dir.file("pid")) >> pid;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_GT(pid, 0);
+  ASSERT_GE(count(), 4) << "the ranks did not start within 20 s";
+  run_command("kill -TERM " + std::to_string(pid));
+  int rc = -1;
+  for (int i = 0; i < 400 && rc < 0; ++i) {
+    std::ifstream(dir.file("rc")) >> rc;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(rc, 130) << "tune predict ends as interrupted";
+  int left = count();
+  for (int i = 0; i < 100 && left > 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    left = count();
+  }
+  EXPECT_EQ(left, 0) << run_command("pgrep -af " + pattern).out;
 }
 
 TEST(TrainerCli, PredictReportsAMissingExperimentOrInputInOneLine) {

@@ -71,6 +71,26 @@ void on_signal(int) {
   if (tune::internal::g_interrupt_requests.fetch_add(1) >= 1) std::_Exit(130);
 }
 
+// `tune predict --workers N`: mpirun runs in a process group of its own, so
+// Ctrl-C (the terminal's group), SIGTERM or SIGHUP reach only this process;
+// each is passed on to that group as SIGTERM, so that no rank goes on
+// predicting after `tune predict` has gone. A signal before the group exists
+// is passed on once it does.
+volatile std::sig_atomic_t g_predict_group = 0;
+volatile std::sig_atomic_t g_predict_signalled = 0;
+
+void forward_to_predict_group(int) {
+  g_predict_signalled = 1;
+  if (g_predict_group > 0) ::kill(-static_cast<pid_t>(g_predict_group), SIGTERM);
+}
+
+// Stops `signal`'s default action with `handler`, unless it was ignored at
+// start (SIGHUP under nohup; a background job's SIGINT).
+void handle_unless_ignored(int signal, void (*handler)(int)) {
+  struct sigaction current {};
+  if (::sigaction(signal, nullptr, &current) == 0 && current.sa_handler != SIG_IGN) std::signal(signal, handler);
+}
+
 // --seed: 0 .. 2^64-1 (what search.seed accepts); "-1" is no seed.
 uint64_t parse_seed(const std::string& text) {
   const bool digits = !text.empty() && text.size() <= 20 &&
@@ -174,8 +194,7 @@ int run_sweep(const std::string& command, const std::vector<std::string>& args) 
   std::signal(SIGTERM, on_signal);
   // A closed terminal (SIGHUP) stops the sweep as Ctrl-C does, the store
   // recording it; under nohup (SIGHUP ignored) it stays ignored.
-  struct sigaction hangup {};
-  if (::sigaction(SIGHUP, nullptr, &hangup) == 0 && hangup.sa_handler != SIG_IGN) std::signal(SIGHUP, on_signal);
+  handle_unless_ignored(SIGHUP, on_signal);
   std::string experiment;
   std::vector<std::string> stop_keys;  // metric thresholds, checked against the results at the end
   bool multi_objective = false;
@@ -317,7 +336,12 @@ int predict(const std::vector<std::string>& args) {
   launch.program.insert(launch.program.end(), args.begin(), args.end());
   launch.program.insert(launch.program.end(), {"--checkpoint", checkpoint, "--mpi-child"});
   std::cout.flush();
-  return tune::internal::reap(tune::internal::spawn_mpirun(launch), std::chrono::hours(24 * 365));
+  for (const int signal : {SIGINT, SIGTERM, SIGHUP}) handle_unless_ignored(signal, forward_to_predict_group);
+  const pid_t group = tune::internal::spawn_mpirun(launch);
+  g_predict_group = group;
+  if (g_predict_signalled) ::kill(-group, SIGTERM);
+  const int code = tune::internal::reap(group, std::chrono::hours(24 * 365));
+  return g_predict_signalled ? 130 : code;
 }
 #endif
 
