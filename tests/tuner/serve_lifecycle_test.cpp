@@ -165,7 +165,9 @@ int wait_for_exit(pid_t child, std::chrono::seconds timeout) {
   return -1;
 }
 
-TEST(ServeUntilSignal, PrintsWhereItServesAndReturnsZeroOnSigterm) {
+// serve_until_signal in a child: where it serves, a health check, then
+// `signal` ends it with 0 within 10 s.
+void serve_then_stop_with(int signal) {
   int pipe_fds[2];
   ASSERT_EQ(::pipe2(pipe_fds, O_CLOEXEC), 0);
   pid_t child = ::fork();
@@ -195,12 +197,18 @@ TEST(ServeUntilSignal, PrintsWhereItServesAndReturnsZeroOnSigterm) {
     auto result = client.Get("/healthz");
     EXPECT_TRUE(result && result->status == 200);
   }
-  ASSERT_EQ(::kill(child, SIGTERM), 0);
+  ASSERT_EQ(::kill(child, signal), 0);
   int status = wait_for_exit(child, std::chrono::seconds(10));
-  ASSERT_NE(status, -1) << "serve_until_signal did not return within 10 s of SIGTERM";
+  ASSERT_NE(status, -1) << "serve_until_signal did not return within 10 s of signal " << signal;
   EXPECT_TRUE(WIFEXITED(status)) << status;
   EXPECT_EQ(WEXITSTATUS(status), 0);
 }
+
+TEST(ServeUntilSignal, PrintsWhereItServesAndReturnsZeroOnSigterm) { serve_then_stop_with(SIGTERM); }
+
+// A closed terminal (SIGHUP) stops it as SIGTERM does, after the requests in
+// flight; it used to kill the process outright.
+TEST(ServeUntilSignal, AHangupStopsItGracefullyToo) { serve_then_stop_with(SIGHUP); }
 
 }  // namespace
 }  // namespace tune

@@ -199,6 +199,9 @@ int serve_until_signal(ServedModel model, const ServeOptions& options, std::ostr
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
+  // A closed terminal stops it the same way; under nohup (ignored) it stays ignored.
+  struct sigaction hangup {};
+  if (::sigaction(SIGHUP, nullptr, &hangup) == 0 && hangup.sa_handler != SIG_IGN) sigaddset(&signals, SIGHUP);
   SignalMaskGuard mask(signals);  // before the server's threads, which inherit it
   raise_descriptor_limit(options.max_connections);
   const std::string description = describe_model(model);
