@@ -2,7 +2,7 @@
 # Tests of tune with a real Slurm (scripts/local-slurm.sh up, brought up by
 # the ctest fixture first):
 #
-#   slurm_test.sh TUNE_BINARY CASE     CASE: salloc | dry_run | submit | bad_sweep | multi_host
+#   slurm_test.sh TUNE_BINARY CASE     CASE: salloc | dry_run | submit | requeue | bad_sweep | multi_host
 #
 # salloc     `salloc -N1 -n2 tune run` of a 4-trial sweep of 2-rank MPI groups:
 #            every trial TERMINATED, each attempt placed on the allocation's
@@ -13,6 +13,10 @@
 # submit     `tune submit` really submits; the job ends within 120 s, COMPLETED
 #            with exit 0, and the store it wrote has every trial TERMINATED on
 #            the allocation's node.
+# requeue    a submitted job requeued while its sweep runs (scontrol requeue):
+#            the first run records it INTERRUPTED, none failed; the job's
+#            second run continues it (--resume-if-exists) to every trial
+#            TERMINATED from its checkpoints.
 # bad_sweep  a bad sweep file (structure, unknown trainable) fails with
 #            file:line and exit 2 and submits nothing; a missing sbatch and a
 #            failing sbatch give one clear line and exit 1.
@@ -194,6 +198,73 @@ TUNE_SWEEP_EOF
     cpus="$(sinfo -h -N -o %c | head -n 1)"
     note "the driver's slots: $slots (the node's CPUs: $cpus)"
     [[ $slots == "$cpus" ]] || fail "the job's driver had $slots slots, not the node's $cpus"
+    ;;
+
+  requeue)
+    # A job requeued while its sweep runs (a preemption, a node failure; here
+    # `scontrol requeue`): Slurm sends SIGTERM to every process of the job,
+    # then runs the job again. The first run records the sweep INTERRUPTED
+    # within KillWait, no trial counted failed (max_failures 0); the second's
+    # `tune run --resume-if-exists` continues it from the checkpoints.
+    cat >sweep.yaml <<SWEEP
+name: slurm-requeue
+trainable: synthetic
+metric: loss
+mode: min
+num_samples: 4
+resources: {workers: 2}
+failure: {max_failures: 0}
+search: {algorithm: random, seed: 3}
+param_space:
+  x: {uniform: [0.1, 3.0]}
+  iterations: 12
+  checkpoint: true
+  sleep_s: 0.25
+SWEEP
+    out="$("$TUNE" submit sweep.yaml --nodes 1 --storage store --output "$WORK/job-%j.log" -- --requeue \
+      --open-mode=append 2>&1)" || fail "tune submit failed: $out"
+    id="$(sed -n 's/^submitted batch job \([0-9][0-9]*\)$/\1/p' <<<"$out")"
+    [[ -n $id ]] || fail "no 'submitted batch job ID' line: $out"
+    results() { sqlite3 "$WORK/store/tune.db" "SELECT COUNT(*) FROM results" 2>/dev/null || echo 0; }
+    deadline=$((SECONDS + 90))
+    until (($(results) >= 6)); do
+      ((SECONDS < deadline)) || { scancel "$id"; cat "$WORK/job-$id.log" >&2 || true; fail "no 6 results within 90 s"; }
+      sleep 0.2
+    done
+    note "job $id: $(results) results stored; scontrol requeue $id"
+    scontrol requeue "$id" || fail "scontrol requeue $id failed"
+    # Slurm holds a requeued batch job for about two minutes (its EligibleTime,
+    # set once the requeue is through); an administrator's StartTime=now, while
+    # it waits for that, lets it start again at once.
+    deadline=$((SECONDS + 60))
+    while [[ "$(squeue -h -j "$id" -o %T 2>/dev/null)" != RUNNING ]]; do
+      ((SECONDS < deadline)) || fail "job $id did not run again within 60 s of the requeue"
+      if [[ "$(squeue -h -j "$id" -o %T:%r 2>/dev/null)" == PENDING:BeginTime ]]; then
+        scontrol update JobId="$id" StartTime=now 2>/dev/null || true
+      fi
+      sleep 0.5
+    done
+    deadline=$((SECONDS + 150))
+    while [[ "$(scontrol show job "$id" 2>/dev/null | grep -o 'JobState=[A-Z_]*')" != JobState=COMPLETED ]]; do
+      state="$(scontrol show job "$id" 2>/dev/null | grep -o 'JobState=[A-Z_]*\|Restarts=[0-9]*' | tr '\n' ' ')"
+      [[ $state == *JobState=FAILED* || $state == *JobState=CANCELLED* ]] && { cat "$WORK/job-$id.log" >&2 || true; fail "job $id ended $state"; }
+      ((SECONDS < deadline)) || { scancel "$id"; cat "$WORK/job-$id.log" >&2 || true; fail "job $id not COMPLETED within 150 s of the requeue ($state)"; }
+      sleep 1
+    done
+    state="$(scontrol show job "$id" | grep -o 'JobState=[A-Z_]*\|ExitCode=[0-9:]*\|Restarts=[0-9]*' | tr '\n' ' ')"
+    note "job $id ended: $state"
+    [[ $state == *"Restarts=1"* && $state == *"ExitCode=0:0"* ]] || { cat "$WORK/job-$id.log" >&2; fail "job $id: $state"; }
+    note "its log (both runs):"; grep '^tune' "$WORK/job-$id.log" | sed 's/^/   | /'
+    grep -q "^tune: interrupted" "$WORK/job-$id.log" || fail "the first run did not record the interruption"
+    grep -qF "tune: experiment 'slurm-requeue' exists in $WORK/store (INTERRUPTED): continuing it" "$WORK/job-$id.log" ||
+      fail "the second run did not continue the INTERRUPTED experiment"
+    grep -q "experiment slurm-requeue: 4 terminated, 0 errored" "$WORK/job-$id.log" || fail "the sweep did not finish"
+    check_trials "$WORK/store" slurm-requeue
+    # Continued from checkpoints, not restarted: the state is x per iteration.
+    bad="$(sqlite3 -batch :memory: "SELECT json_extract(t.value, '\$.trial_name') FROM json_each(readfile('trials.json')) t
+      WHERE abs(json_extract(t.value, '\$.last_result.state') - 12 * json_extract(t.value, '\$.config.x')) > 1e-9
+         OR json_extract(t.value, '\$.iteration') != 12")"
+    [[ -z $bad ]] || fail "trials not at iteration 12 with state 12 x: $bad"
     ;;
 
   bad_sweep)

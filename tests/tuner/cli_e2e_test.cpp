@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -643,6 +644,115 @@ TEST(CliResume, AHangupInterruptsLikeCtrlCButNotUnderNohup) {
   auto status = json_of(run_tune("status kept --storage " + storage + " --json").out);
   EXPECT_EQ(status["status"], "FINISHED");
   EXPECT_EQ(status["counts"]["TERMINATED"], 8);
+}
+
+// What a Slurm job's end does (its time limit, scancel, a requeue after a
+// preemption): SIGTERM to every process of the job at once, the driver and
+// its trials' mpirun and ranks alike. The sweep is recorded INTERRUPTED with
+// no trial counted failed (max_failures 0 here), and the same command with
+// --resume-if-exists, as `tune submit`'s script runs it again, finishes it
+// from the checkpoints. A file whose sweep differs is refused.
+TEST(CliResume, TermToEveryProcessAtOnceThenRunResumeIfExistsFinishesIt) {
+  TempDir dir;
+  std::string file = dir.write("slow.yaml", std::string(kSlow) + "failure: {max_failures: 0}\n");
+  std::string storage = dir.file("store");
+  const std::string command = "run " + file + " --name job --storage " + storage + " --quiet --resume-if-exists";
+  int pid = start_in_background(command, dir);
+  ASSERT_GT(pid, 0);
+  ASSERT_FALSE(wait_for_terminated(storage, "job", 1).is_null());
+  // The driver and everything under it, as Slurm's process tracking sees them.
+  run_command("pids=" + std::to_string(pid) + "; all=$pids; while [ -n \"$pids\" ]; do "
+              "pids=$(for p in $pids; do cat /proc/$p/task/*/children 2>/dev/null; done); all=\"$all $pids\"; done; "
+              "kill -TERM $all 2>/dev/null; true");
+  ASSERT_TRUE(wait_gone(pid)) << "SIGTERM did not stop the driver";
+  EXPECT_EQ(exit_status_of(dir), 130);
+  auto status = json_of(run_tune("status job --storage " + storage + " --json").out);
+  EXPECT_EQ(status["status"], "INTERRUPTED") << status.dump();
+  EXPECT_EQ(status["counts"].value("ERROR", 0), 0) << "a trial stopped by the job's end is not a failure: " << status.dump();
+
+  std::string changed = kSlow;
+  changed.replace(changed.find("num_samples: 8"), 14, "num_samples: 9");
+  auto refused = run_tune("run " + dir.write("changed.yaml", changed + "failure: {max_failures: 0}\n") +
+                          " --name job --storage " + storage + " --quiet --resume-if-exists");
+  EXPECT_EQ(refused.exit_code, 2) << refused.err;
+  EXPECT_NE(refused.err.find("was started with another sweep (`num_samples` differ)"), std::string::npos) << refused.err;
+  auto dry = run_tune(command + " --dry-run");
+  EXPECT_EQ(dry.exit_code, 0) << dry.err;
+  EXPECT_NE(dry.out.find("experiment 'job' exists in " + storage + " (INTERRUPTED)"), std::string::npos) << dry.out;
+
+  auto again = run_tune(command);
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_NE(again.err.find("experiment 'job' exists in " + storage + " (INTERRUPTED): continuing it"), std::string::npos)
+      << again.err;
+  auto trials = json_of(run_tune("trials job --storage " + storage + " --json").out);
+  ASSERT_EQ(trials.size(), 8u);
+  for (const auto& t : trials) {
+    EXPECT_EQ(t["status"], "TERMINATED") << t.dump();
+    EXPECT_NEAR(t["last_result"]["state"].get<double>(), 8 * t["config"]["x"].get<double>(), 1e-9);
+  }
+  // Finished: run again, it continues nothing and says so; a new name starts a new sweep.
+  auto finished = run_tune(command);
+  EXPECT_EQ(finished.exit_code, 0) << finished.err;
+  EXPECT_NE(finished.err.find("(FINISHED): continuing it"), std::string::npos) << finished.err;
+  auto fresh = run_tune("run " + file + " --name fresh --storage " + storage + " --quiet --resume-if-exists");
+  EXPECT_EQ(fresh.exit_code, 0) << fresh.err;
+  EXPECT_EQ(fresh.err.find("continuing"), std::string::npos) << fresh.err;
+  EXPECT_EQ(json_of(run_tune("status fresh --storage " + storage + " --json").out)["counts"]["TERMINATED"], 8);
+}
+
+// A batch job requeued onto another node: the store still names the first
+// node's driver, whose heartbeat stands still (that node died). `tune run
+// --resume-if-exists` waits until the heartbeat is a minute old, then takes
+// the experiment over; a heartbeat that moves on is a live driver, refused.
+TEST(CliResume, ResumeIfExistsWaitsOutTheLeaseOfADriverOnAMachineThatIsGone) {
+  TempDir dir;
+  std::string file = dir.write("quick.yaml", R"(trainable: synthetic
+metric: loss
+mode: min
+num_samples: 2
+search: {seed: 4}
+param_space:
+  x: {uniform: [0, 1]}
+  iterations: 3
+)");
+  std::string storage = dir.file("store");
+  const std::string command = "run " + file + " --name moved --storage " + storage + " --quiet --resume-if-exists";
+  ASSERT_EQ(run_tune(command).exit_code, 0);
+  auto now = [] { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); };
+  int64_t id = 0;
+  {
+    auto store = Store::open(storage, false);
+    id = store->find_experiment("moved")->id;
+    // The dead node's driver: its last heartbeat 56 s ago.
+    const LeaseRecord gone{"node-that-died", 4242, now() - 600, now() - 56};
+    ASSERT_FALSE(store->take_lease(id, gone, [](const LeaseRecord&) { return true; }));
+  }
+  const auto started = std::chrono::steady_clock::now();
+  auto waited = run_tune(command);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  EXPECT_EQ(waited.exit_code, 0) << waited.err;
+  EXPECT_NE(waited.err.find("is leased to pid 4242 on node-that-died, last heartbeat 5"), std::string::npos) << waited.err;
+  EXPECT_NE(waited.err.find("waiting until it is 60 s old"), std::string::npos) << waited.err;
+  EXPECT_GE(seconds, 3.0) << "it took the lease before the heartbeat was a minute old";
+  EXPECT_EQ(json_of(run_tune("status moved --storage " + storage + " --json").out)["status"], "FINISHED");
+
+  // A live driver elsewhere: its heartbeat moves on while the second waits.
+  LeaseRecord live{"node-that-runs", 4343, now(), now()};
+  auto store = Store::open(storage, false);
+  ASSERT_FALSE(store->take_lease(id, live, [](const LeaseRecord&) { return true; }));
+  std::atomic<bool> done{false};
+  std::thread beating([&] {
+    while (!done) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      store->renew_lease(id, live, now());
+    }
+  });
+  auto refused = run_tune(command);
+  done = true;
+  beating.join();
+  EXPECT_EQ(refused.exit_code, 2) << refused.err;
+  EXPECT_NE(refused.err.find("is being run by another driver (pid 4343 on node-that-runs"), std::string::npos)
+      << refused.err;
 }
 
 // PBT's state is saved by parts too (the members that changed). A population

@@ -529,6 +529,35 @@ TEST(DriverStopCriteria, EndTheTrialAtTheIterationOrTheThreshold) {
   EXPECT_FALSE(h.step());
 }
 
+// A batch job's end (its time limit, scancel, a requeue) signals every
+// process of the job at once: a trial's group can die of it before the
+// driver's own look at its interrupt flag in that turn. That death is the
+// stop's, not the trial's: PENDING, no failure spent (max_failures 0 here).
+TEST(DriverInterrupt, AGroupThatDiesOfTheSameStopIsRequeuedNotFailed) {
+  TempDir store;
+  Harness h(store.path());
+  SweepSpec spec = spec_of(2);
+  spec.failure.max_failures = 0;
+  h.open(spec, 2, std::make_unique<ScriptedScheduler>());
+  ASSERT_TRUE(h.step());
+  h.fake->report({0, 1}, {{"loss", 0.5}});
+  ASSERT_TRUE(h.step());
+  h.interrupt = 1;
+  h.fake->crash({0, 1}, "the group ended with signal 15 (SIGTERM)");
+  ASSERT_TRUE(h.step());
+  EXPECT_EQ(h.fake->started.size(), 2u) << "nothing starts once the stop is asked for";
+  EXPECT_EQ(h.status(0), kPending);
+  EXPECT_EQ(h.status(1), kPending);
+  h.fake->crash({1, 1}, "killed", true);
+  EXPECT_TRUE(h.step());
+  EXPECT_FALSE(h.step());
+  h.finish();
+  EXPECT_EQ(h.driver->store().find_experiment("fake")->status, "INTERRUPTED");
+  EXPECT_EQ(h.status(0), kPending);
+  for (const auto& event : h.driver->store().events(h.driver->experiment_id()))
+    EXPECT_TRUE(event.kind != "trial_error" && event.kind != "trial_retry") << event.kind << " " << event.detail.dump();
+}
+
 TEST(DriverInterrupt, RequeuesRunningTrialsAndResumeRestartsThemFromTheirCheckpoints) {
   TempDir store;
   const std::string c0 = store.file("c0");

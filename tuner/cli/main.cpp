@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -137,11 +138,23 @@ void warn_unused_stop_keys(const tune::ResultGrid& results, const std::vector<st
   }
 }
 
+// The top-level keys in which two sweeps (SweepSpec::to_json) differ, as
+// "`a`, `b`"; "" when they are the same.
+std::string changed_keys(const tune::Json& file, const tune::Json& stored) {
+  std::string out;
+  auto add = [&out](const std::string& key) { out += (out.empty() ? "`" : ", `") + key + "`"; };
+  for (const auto& [key, value] : file.items())
+    if (!stored.contains(key) || stored.at(key) != value) add(key);
+  for (const auto& [key, value] : stored.items())
+    if (!file.contains(key)) add(key);
+  return out;
+}
+
 int run_sweep(const std::string& command, const std::vector<std::string>& args) {
   std::string target, storage, name, durability, report, hostfile, interface, secret_file;
   int slots = 0;
   std::string seed;
-  bool quiet = false, dry_run = false, smoke = false;
+  bool quiet = false, dry_run = false, smoke = false, resume_if_exists = false;
   double interval = 5;
   po::options_description options("options");
   options.add_options()
@@ -166,7 +179,10 @@ int run_sweep(const std::string& command, const std::vector<std::string>& args) 
     options.add_options()("name", po::value(&name), "experiment name (default: the file's `name`)")(
         "seed", po::value(&seed), "search seed (overrides the file's search.seed)")(
         "dry-run", po::bool_switch(&dry_run), "check the sweep and print what it would run; create nothing")(
-        "smoke", po::bool_switch(&smoke), "a smoke test: at most 2 trials (one per grid point), each stopped after 2 results");
+        "smoke", po::bool_switch(&smoke), "a smoke test: at most 2 trials (one per grid point), each stopped after 2 results")(
+        "resume-if-exists", po::bool_switch(&resume_if_exists),
+        "if the store already has this experiment, continue it as `tune resume` does (a requeued batch job); "
+        "the file's sweep must be the one it started with");
   }
   Parsed parsed = parse(command, args, options, command == "run" ? "file" : "experiment");
   if (parsed.help) return 0;
@@ -198,10 +214,44 @@ int run_sweep(const std::string& command, const std::vector<std::string>& args) 
   std::string experiment;
   std::vector<std::string> stop_keys;  // metric thresholds, checked against the results at the end
   bool multi_objective = false;
+  // --resume-if-exists and the experiment is in the store: the file's sweep
+  // is checked against the stored one, then it is resumed.
+  std::optional<tune::ExperimentRecord> existing;
+  tune::internal::LoadedSweep loaded;
   if (command == "run") {
-    tune::internal::LoadedSweep loaded = tune::internal::read_sweep_file(target);
+    loaded = tune::internal::read_sweep_file(target);
     if (parsed.vm.count("name")) loaded.spec.name = name;
     if (parsed.vm.count("seed")) loaded.spec.search.seed = parse_seed(seed);
+    if (resume_if_exists) {
+      if (smoke) throw tune::ConfigError("--resume-if-exists and --smoke do not go together (a smoke test is a new sweep)");
+      if (loaded.spec.name.empty())
+        throw tune::ConfigError("--resume-if-exists needs the experiment's name: the file's `name`, or --name");
+      if (tune::Store::exists(storage)) existing = tune::Store::open(storage, true)->find_experiment(loaded.spec.name);
+    }
+    if (existing) {
+      const tune::SweepSpec stored = tune::SweepSpec::from_json(existing->spec);
+      if (!loaded.spec.search.seed) loaded.spec.search.seed = stored.search.seed;  // drawn by its first run
+      auto sweep = tune::internal::prepare_sweep(std::move(loaded.spec), run, {}, nullptr, loaded.source.get(), false);
+      const std::string changed = changed_keys(sweep.spec.to_json(), existing->spec);
+      if (!changed.empty()) {
+        throw tune::ConfigError(target + ": experiment '" + existing->name + "' in " + storage +
+                                " was started with another sweep (" + changed +
+                                " differ): continue it with `tune resume " + existing->name +
+                                "`, or give this one another --name");
+      }
+      if (dry_run) {
+        std::cout << "dry run of " << target << ": experiment '" << existing->name << "' exists in " << storage
+                  << " (" << existing->status << "), started with this sweep; `tune run --resume-if-exists` "
+                  << "continues it as `tune resume " << existing->name << "` does (nothing changed)\n";
+        return 0;
+      }
+      std::cerr << "tune: experiment '" << existing->name << "' exists in " << storage << " (" << existing->status
+                << "): continuing it\n";
+      target = existing->name;
+      run.wait_for_stale_lease = true;
+    }
+  }
+  if (command == "run" && !existing) {
     if (smoke) std::cout << tune::internal::make_smoke(loaded.spec) << "\n";
     const bool seeded = loaded.spec.search.seed.has_value();
     // Everything is checked before the store exists: a bad sweep creates nothing.

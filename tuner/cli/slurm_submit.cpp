@@ -84,7 +84,9 @@ std::string slurm_batch_script(const SlurmSubmission& s) {
   script << "#!/bin/bash\n"
          << "# The tune sweep " << comment_text(shell_quote(s.experiment)) << " (from "
          << comment_text(shell_quote(s.sweep_file)) << "), written by `tune submit`:\n"
-         << "# `tune run` on the allocation's first node, with the allocation's hosts.\n"
+         << "# `tune run` on the allocation's first node, with the allocation's hosts; a job run\n"
+         << "# again (requeued after a preemption or a node failure, or submitted again) continues\n"
+         << "# the experiment from the store.\n"
          << "# Submitted as: " << comment_text(submitted) << " < this-script\n";
   // sbatch gets its options on its command line; the #SBATCH lines make the
   // script submittable by hand as well, for the values sbatch's own
@@ -111,7 +113,7 @@ std::string slurm_batch_script(const SlurmSubmission& s) {
          << "echo \"tune: job ${SLURM_JOB_ID:-?} on ${SLURM_JOB_NODELIST:-?}, first node $(hostname)\"\n"
          << "echo \"tune: experiment\" " << shell_quote(s.experiment) << " \"in\" " << shell_quote(s.storage) << "\n"
          << "\"$tune_binary\" run \"$tune_sweep_dir/sweep.yaml\" --name " << shell_quote(s.experiment) << " --storage "
-         << shell_quote(s.storage);
+         << shell_quote(s.storage) << " --resume-if-exists";
   for (const auto& arg : s.run_args) script << " " << shell_quote(arg);
   script << "\n";
   return script.str();

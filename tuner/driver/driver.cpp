@@ -223,7 +223,8 @@ PlacementRequest Driver::request() const {
 // exploits in flight made that look the driver's largest cost).
 bool Driver::may_launch() const {
   const int limit = sweep_.spec.max_concurrent_trials;
-  return !stopping_ && pool_.fits(request()) && (limit == 0 || static_cast<int>(live_.size()) < limit) &&
+  return !stopping_ && !interrupt_requested() && pool_.fits(request()) &&
+         (limit == 0 || static_cast<int>(live_.size()) < limit) &&
          !(waiting_.version == lifecycle_.version() && waiting_.attempts_ended == attempts_ended_);
 }
 
@@ -385,7 +386,7 @@ void Driver::housekeeping() {
   if (sweep_.spec.failure.result_timeout_s) end_hung_trials(now);
   if (!pool_.single_host()) hosts_housekeeping();
   renew_lease();
-  if (env_.interrupt && env_.interrupt->load() > 0 && !stopping_) interrupt();
+  if (interrupt_requested() && !stopping_) interrupt();
   if (sweep_.spec.stop.time_budget_s && now - started_ >= *sweep_.spec.stop.time_budget_s && !stopping_) {
     stopping_ = true;  // running trials end at their next result
     store_->add_event(experiment_.id, std::nullopt, "time_budget_reached", {{"seconds", now - started_}},
@@ -515,7 +516,7 @@ void Driver::drop_old_state_parts() {
 void Driver::finish() {
   // A signal after the loop's last look still interrupts the sweep: the CLI
   // exits 130 exactly when the store says INTERRUPTED.
-  if (env_.interrupt && env_.interrupt->load() > 0) interrupted_ = true;
+  if (interrupt_requested()) interrupted_ = true;
   Transaction txn(*store_);
   hold_lease();
   for (auto& [index, trial] : trials_) {

@@ -135,6 +135,9 @@ class Driver {
   TUNE_PROFILED void send(std::vector<Reply>& replies);
   void end_hung_trials(double now);
   void interrupt();
+  // Ctrl-C or a signal has asked the driver to stop (it acts on it at the end
+  // of the turn, in housekeeping()).
+  bool interrupt_requested() const { return env_.interrupt && env_.interrupt->load() > 0; }
   void stop_and_requeue(const std::string& reason);
   TUNE_PROFILED void save_states(bool force);
   void drop_old_state_parts();

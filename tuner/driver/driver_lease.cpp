@@ -5,7 +5,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <fstream>
+#include <iostream>
+#include <thread>
 #include <iterator>
 #include <string>
 
@@ -37,10 +40,34 @@ void Driver::take_lease() {
   ::gethostname(host, sizeof host - 1);
   const double now = clock_.unix_time();
   lease_ = LeaseRecord{host, static_cast<int64_t>(::getpid()), now, now};
-  auto holder = store_->take_lease(experiment_.id, *lease_, [&](const LeaseRecord& h) {
-    if (run_.force || now - h.heartbeat_at > kLeaseTimeout) return true;
-    return h.host == lease_->host && !process_alive(h.pid);
-  });
+  auto take = [&] {
+    const double at = clock_.unix_time();
+    lease_->heartbeat_at = at;
+    return store_->take_lease(experiment_.id, *lease_, [&](const LeaseRecord& h) {
+      if (run_.force || at - h.heartbeat_at > kLeaseTimeout) return true;
+      return h.host == lease_->host && !process_alive(h.pid);
+    });
+  };
+  auto holder = take();
+  // A driver on another machine whose heartbeat stands still (its machine
+  // died, or lost the store: a batch job requeued onto another node) is gone
+  // once the heartbeat is kLeaseTimeout old; one whose heartbeat moves on
+  // runs, and is refused below.
+  if (holder && run_.wait_for_stale_lease && holder->host != lease_->host) {
+    const double beat = holder->heartbeat_at;
+    std::cerr << "tune: experiment '" << sweep_.spec.name << "' is leased to pid " << holder->pid << " on "
+              << holder->host << ", last heartbeat " << format_duration(clock_.unix_time() - beat)
+              << " ago: waiting until it is " << static_cast<int>(kLeaseTimeout)
+              << " s old (a driver on a machine that is gone) or moves on (one that runs)\n";
+    while (holder && holder->heartbeat_at == beat && !interrupt_requested()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+      holder = take();
+    }
+    if (holder && holder->heartbeat_at == beat) {
+      lease_.reset();
+      throw Error("interrupted while waiting for the lease of experiment '" + sweep_.spec.name + "'; nothing changed");
+    }
+  }
   if (holder) {
     lease_.reset();
     throw ConfigError("experiment '" + sweep_.spec.name + "' is being run by another driver (pid " +

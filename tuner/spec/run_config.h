@@ -42,6 +42,12 @@ struct RunConfig {
   // runs it (`tune resume --force`: for a driver on another machine that is
   // gone but whose lease has not expired yet).
   bool force = false;
+  // When a driver on another machine holds the experiment's lease: wait while
+  // its heartbeat stands still, until it is a minute old (that machine is
+  // gone: a batch job requeued onto another node), instead of refusing at
+  // once; a heartbeat that moves on is a live driver, refused as usual.
+  // `tune run --resume-if-exists`.
+  bool wait_for_stale_lease = false;
   // Print the progress table every progress_interval_s seconds and at the end.
   bool verbose = true;
   double progress_interval_s = 5.0;
