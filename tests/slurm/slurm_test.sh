@@ -158,7 +158,8 @@ TUNE_SWEEP_EOF
       grep -qxF -- "$line" script.sh || fail "no '$line' line"
     done
     grep -qF -- "'--comment=dry'" script.sh || fail "the pass-through sbatch argument is not recorded"
-    grep -qF -- "--storage '$WORK/rel/store'" script.sh || fail "--storage is not made absolute and quoted"
+    grep -qF -- "--storage '$WORK/rel/store' --resume-if-exists '--relative-to' '$WORK'" script.sh ||
+      fail "no --storage made absolute, --resume-if-exists and --relative-to the file's folder"
     grep -qF -- "tune_binary='$(readlink -f "$TUNE")'" script.sh || fail "the tune binary's absolute path is not in the script"
     # The heredoc holds the file byte for byte: run the script's own heredoc.
     delimiter="$(sed -n "s/^cat >\"\$tune_sweep_dir\/sweep.yaml\" <<'\(.*\)'$/\1/p" script.sh)"

@@ -755,6 +755,24 @@ param_space:
       << refused.err;
 }
 
+// `tune submit`'s batch script runs a copy of the sweep file from a folder of
+// its own, with --relative-to the submitted file's folder: the relative
+// data.path means the same file as where it was submitted (and the sweep
+// stays the same when a requeued job runs it again).
+TEST(CliRun, RelativeToResolvesTheFilesRelativePathsFromAnotherFolder) {
+  TempDir dir;
+  const std::string examples = std::string(TUNE_SOURCE_DIR) + "/examples/tabular";
+  std::ifstream in(examples + "/churn_xgboost.yaml");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string copy = dir.write("copy.yaml", text);
+  auto plain = run_tune("run " + copy + " --storage " + dir.file("store") + " --dry-run");
+  EXPECT_EQ(plain.exit_code, 2) << plain.out << plain.err;
+  EXPECT_NE(plain.err.find(dir.file("churn.csv")), std::string::npos) << "relative to the copy's folder: " << plain.err;
+  auto moved = run_tune("run " + copy + " --storage " + dir.file("store") + " --dry-run --relative-to " + examples);
+  EXPECT_EQ(moved.exit_code, 0) << moved.err;
+  EXPECT_NE(moved.out.find("\"path\":\"" + examples + "/churn.csv\""), std::string::npos) << moved.out;
+}
+
 // PBT's state is saved by parts too (the members that changed). A population
 // larger than the slots time-shares them (pauses at each boundary); killed
 // with parts in the store, the resumed sweep rebuilds the state from them,

@@ -151,7 +151,7 @@ std::string changed_keys(const tune::Json& file, const tune::Json& stored) {
 }
 
 int run_sweep(const std::string& command, const std::vector<std::string>& args) {
-  std::string target, storage, name, durability, report, hostfile, interface, secret_file;
+  std::string target, storage, name, durability, report, hostfile, interface, secret_file, relative_to;
   int slots = 0;
   std::string seed;
   bool quiet = false, dry_run = false, smoke = false, resume_if_exists = false;
@@ -182,7 +182,9 @@ int run_sweep(const std::string& command, const std::vector<std::string>& args) 
         "smoke", po::bool_switch(&smoke), "a smoke test: at most 2 trials (one per grid point), each stopped after 2 results")(
         "resume-if-exists", po::bool_switch(&resume_if_exists),
         "if the store already has this experiment, continue it as `tune resume` does (a requeued batch job); "
-        "the file's sweep must be the one it started with");
+        "the file's sweep must be the one it started with")(
+        "relative-to", po::value(&relative_to),
+        "the folder the file's relative paths (data.path, trainable.cwd) are relative to (default: the file's own)");
   }
   Parsed parsed = parse(command, args, options, command == "run" ? "file" : "experiment");
   if (parsed.help) return 0;
@@ -219,7 +221,7 @@ int run_sweep(const std::string& command, const std::vector<std::string>& args) 
   std::optional<tune::ExperimentRecord> existing;
   tune::internal::LoadedSweep loaded;
   if (command == "run") {
-    loaded = tune::internal::read_sweep_file(target);
+    loaded = tune::internal::read_sweep_file(target, relative_to);
     if (parsed.vm.count("name")) loaded.spec.name = name;
     if (parsed.vm.count("seed")) loaded.spec.search.seed = parse_seed(seed);
     if (resume_if_exists) {

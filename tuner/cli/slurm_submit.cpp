@@ -246,7 +246,13 @@ int submit_command(const std::vector<std::string>& all_args) {
   const char* cli = std::getenv("TUNE_CLI_PROGRAM");
   submission.tune_binary = cli && *cli ? std::string(cli) : internal::self_executable();
   submission.storage = fs::absolute(storage).lexically_normal().string();
-  if (!interface.empty()) submission.run_args = {"--network-interface", interface};
+  // The script runs a copy of the file from a folder of its own: its relative
+  // paths stay relative to the submitted file's folder.
+  submission.run_args = {"--relative-to", fs::absolute(file).parent_path().lexically_normal().string()};
+  if (!interface.empty()) {
+    submission.run_args.push_back("--network-interface");
+    submission.run_args.push_back(interface);
+  }
   if (output.empty()) output = "%x-%j.out";
   output = fs::absolute(output).lexically_normal().string();
   // Slurm opens the log on the batch host before the job starts; in a folder

@@ -539,7 +539,7 @@ ConfigError SweepSource::locate(const ConfigError& error) const {
   return ConfigError(file_, line, one_line(prefix + error.what()));  // one line, whatever the file held
 }
 
-LoadedSweep read_sweep(const std::string& yaml_text, const std::string& file) {
+LoadedSweep read_sweep(const std::string& yaml_text, const std::string& file, const std::string& relative_to) {
   YamlDocument doc = parse_yaml_document(yaml_text, file);
   if (!doc.root.is_object())
     throw ConfigError(file, doc.root_line,
@@ -551,7 +551,9 @@ LoadedSweep read_sweep(const std::string& yaml_text, const std::string& file) {
     // A relative trainable.cwd or data.path is relative to the sweep file's folder.
     std::error_code ec;
     const bool on_disk = std::filesystem::is_regular_file(file, ec);
-    const std::string base = on_disk ? std::filesystem::absolute(file, ec).parent_path().string() : "";
+    const std::string base = !relative_to.empty() ? std::filesystem::absolute(relative_to, ec).lexically_normal().string()
+                             : on_disk            ? std::filesystem::absolute(file, ec).parent_path().string()
+                                                  : "";
     loaded.spec = Reader(doc, base).read();
   } catch (const ConfigError& e) {
     throw source->locate(e);
@@ -560,8 +562,8 @@ LoadedSweep read_sweep(const std::string& yaml_text, const std::string& file) {
   return loaded;
 }
 
-LoadedSweep read_sweep_file(const std::string& path) {
-  return read_sweep(read_text_file(path, YamlLimits().max_bytes), path);
+LoadedSweep read_sweep_file(const std::string& path, const std::string& relative_to) {
+  return read_sweep(read_text_file(path, YamlLimits().max_bytes), path, relative_to);
 }
 
 SearchSpace parse_param_space(const std::string& yaml_text, const std::string& file) {

@@ -46,9 +46,11 @@ struct LoadedSweep {
   std::shared_ptr<const SweepSource> source;
 };
 
-// Throws ConfigError with file:line.
-LoadedSweep read_sweep(const std::string& yaml_text, const std::string& file);
-LoadedSweep read_sweep_file(const std::string& path);
+// Throws ConfigError with file:line. A relative data.path or trainable.cwd
+// is relative to `relative_to` when given, else to the file's own folder
+// (`tune submit`'s batch script runs a copy of the file from elsewhere).
+LoadedSweep read_sweep(const std::string& yaml_text, const std::string& file, const std::string& relative_to = "");
+LoadedSweep read_sweep_file(const std::string& path, const std::string& relative_to = "");
 
 // A YAML document holding just a param_space mapping (tests, tools).
 SearchSpace parse_param_space(const std::string& yaml_text, const std::string& file);
