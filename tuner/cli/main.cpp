@@ -234,7 +234,8 @@ int run_sweep(const std::string& command, const std::vector<std::string>& args) 
       const tune::SweepSpec stored = tune::SweepSpec::from_json(existing->spec);
       if (!loaded.spec.search.seed) loaded.spec.search.seed = stored.search.seed;  // drawn by its first run
       auto sweep = tune::internal::prepare_sweep(std::move(loaded.spec), run, {}, nullptr, loaded.source.get(), false);
-      const std::string changed = changed_keys(sweep.spec.to_json(), existing->spec);
+      // The stored sweep read and written by this version, as the file's is.
+      const std::string changed = changed_keys(sweep.spec.to_json(), stored.to_json());
       if (!changed.empty()) {
         throw tune::ConfigError(target + ": experiment '" + existing->name + "' in " + storage +
                                 " was started with another sweep (" + changed +
