@@ -154,7 +154,8 @@ SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
 CredType=cred/munge
-AuthInfo=socket=$STATE/munge/munge.socket
+# cred_expire (default 120 s) is also how long a requeued job waits to run again (slurm.requeue).
+AuthInfo=socket=$STATE/munge/munge.socket,cred_expire=30
 $comm
 StateSaveLocation=$STATE/ctld
 SlurmdSpoolDir=$STATE/spool/%n
