@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 #include <ifaddrs.h>
 #include <netinet/in.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -27,6 +29,7 @@
 #include <thread>
 
 #include "base/error.h"
+#include "tuner/exec/mpi_launcher.h"
 #include "tuner/exec/protocol.h"
 
 namespace tune::internal {
@@ -134,6 +137,39 @@ TEST(Transport, UnixSocketAcceptsAWorkerWithTheToken) {
 // A driver killed with -9 leaves its listener's folder (TEMP/tune-driver-XXXXXX
 // with driver.sock); the next driver's listener removes it, and not a folder
 // whose driver runs or that holds anything else.
+// OpenMPI's shared-memory segments of a job whose ranks someone else killed
+// (Slurm past KillWait): a new executor removes this user's that are a
+// minute old and that no process maps; a segment a live rank maps, a fresh
+// one and any other file stay.
+TEST(MpirunLeftovers, OrphanedSegmentsOfAJobKilledElsewhereAreRemovedAndNothingElse) {
+  testing::TempDir dir;
+  const std::string uid = std::to_string(::geteuid());
+  auto make = [&](const std::string& name, int age_s) {
+    const std::string path = dir.file(name);
+    std::ofstream(path) << std::string(4096, 'x');
+    const timespec times[2] = {{::time(nullptr) - age_s, 0}, {::time(nullptr) - age_s, 0}};
+    ::utimensat(AT_FDCWD, path.c_str(), times, 0);
+    return path;
+  };
+  const std::string orphan = make("vader_segment.node." + uid + ".2c800001.0", 120);
+  const std::string orphan2 = make("vader_segment.node." + uid + ".2c800001.1", 3600);
+  const std::string live = make("vader_segment.node." + uid + ".41530001.0", 120);
+  const std::string fresh = make("vader_segment.node." + uid + ".51530001.0", 5);
+  const std::string other = make("not_a_segment", 3600);
+  Fd fd(::open(live.c_str(), O_RDWR));
+  void* map = ::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd.fd, 0);  // a rank still running
+  ASSERT_NE(map, MAP_FAILED);
+  EXPECT_EQ(remove_orphaned_segments(dir.path(), 60), 2);
+  EXPECT_FALSE(std::filesystem::exists(orphan));
+  EXPECT_FALSE(std::filesystem::exists(orphan2));
+  EXPECT_TRUE(std::filesystem::exists(live)) << "mapped by a live process";
+  EXPECT_TRUE(std::filesystem::exists(fresh)) << "younger than a minute: a job may be starting";
+  EXPECT_TRUE(std::filesystem::exists(other));
+  ::munmap(map, 4096);
+  EXPECT_EQ(remove_orphaned_segments(dir.path(), 60), 1) << "unmapped now";
+  EXPECT_FALSE(std::filesystem::exists(live));
+}
+
 TEST(Transport, AListenerFolderOfAKilledDriverIsRemovedByTheNextOne) {
   testing::TempDir tmp;
   struct TmpDir {  // TMPDIR set for this test, restored however it ends

@@ -420,6 +420,7 @@ GroupExecutor::GroupExecutor(EventSink& events, GroupExecutorOptions options) : 
   state_->sink = &events;
   state_->options = std::move(options);
   if (state_->options.executable.empty()) state_->options.executable = self_executable();
+  remove_orphaned_segments();  // of jobs killed here before (ranks tune did not kill itself)
   const GroupExecutorOptions& o = state_->options;
   state_->checks = std::make_unique<HostChecks>(
       HostChecks::Options{o.executable, o.network, o.listen_address, o.host_timeout_s, o.check_timeout_s});

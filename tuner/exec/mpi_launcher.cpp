@@ -232,6 +232,45 @@ int remove_killed_mpirun_leftovers(pid_t pid) {
   return removed;
 }
 
+int remove_orphaned_segments(const std::string& directory, double min_age_s) {
+  namespace fs = std::filesystem;
+  std::string dir = directory;
+  if (dir.empty()) {
+    const char* backing = std::getenv("OMPI_MCA_btl_vader_backing_directory");
+    dir = backing && *backing ? backing : "/dev/shm";
+  }
+  std::vector<std::string> candidates;
+  std::error_code ec;
+  const auto now = std::chrono::system_clock::now();
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind("vader_segment.", 0) != 0) continue;
+    struct stat info {};
+    if (::lstat(it->path().c_str(), &info) != 0 || !S_ISREG(info.st_mode) || info.st_uid != ::geteuid()) continue;
+    const auto modified = std::chrono::system_clock::from_time_t(info.st_mtime);
+    if (std::chrono::duration<double>(now - modified).count() < min_age_s) continue;
+    candidates.push_back(it->path().string());
+  }
+  if (candidates.empty()) return 0;
+  // Whatever any process maps (a mapping's path is the line's last field).
+  std::set<std::string> mapped;
+  for (fs::directory_iterator it("/proc", ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string pid = it->path().filename().string();
+    if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream maps(it->path() / "maps");
+    for (std::string line; std::getline(maps, line);) {
+      const size_t at = line.find(dir);
+      if (at != std::string::npos) mapped.insert(line.substr(at));
+    }
+  }
+  int removed = 0;
+  for (const std::string& path : candidates) {
+    if (mapped.count(path) || mapped.count(path + " (deleted)")) continue;
+    removed += ::unlink(path.c_str()) == 0;
+  }
+  return removed;
+}
+
 std::string self_executable() {
   char buffer[4096];
   const ssize_t n = ::readlink("/proc/self/exe", buffer, sizeof buffer - 1);

@@ -77,6 +77,15 @@ int reaped_mpirun(pid_t pid, int wait_status);
 // Returns how many it removed (segments, plus 1 for the folder).
 int remove_killed_mpirun_leftovers(pid_t pid);
 
+// OpenMPI shared-memory segments of this user that a dead job left: ranks
+// killed before MPI_Finalize by someone else than tune (Slurm past KillWait,
+// the OOM killer, kill -9 of the whole job). In `directory` (default: the
+// vader backing directory, /dev/shm), vader_segment.* files owned by this
+// user, older than `min_age_s` and mapped by no process (/proc/*/maps): a
+// live job's ranks map their own and their peers' segments. Returns how
+// many it removed.
+int remove_orphaned_segments(const std::string& directory = "", double min_age_s = 60);
+
 // This program's own path (/proc/self/exe), for re-executing it as workers.
 std::string self_executable();
 
