@@ -350,6 +350,10 @@ bool Driver::step(std::chrono::microseconds max_wait) {
     profile::Scope timed(profile::Part::kPoll);
     executor_->poll();
   }
+  // A stop asked for before these events are handled comes first: a batch
+  // job's end signals every process of the job at once, so a group that died
+  // meanwhile died of the same stop; its failure is then a stale event.
+  if (interrupt_requested() && !stopping_) interrupt();
   std::vector<CheckpointCopier::Copy> copies;
   if (!exploits_in_flight_.empty()) copies = copier_.take();
   if (!events.empty() || !copies.empty()) {

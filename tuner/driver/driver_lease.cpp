@@ -8,9 +8,9 @@
 #include <chrono>
 #include <fstream>
 #include <iostream>
-#include <thread>
 #include <iterator>
 #include <string>
+#include <thread>
 
 #include "base/error.h"
 #include "tuner/driver/driver_impl.h"

@@ -417,15 +417,6 @@ void Driver::requeue(TrialState& trial) {
 
 void Driver::fail(TrialState& trial, const std::string& message, bool host_lost,
                   const std::vector<std::string>& lost_hosts, const std::vector<std::string>& suspects) {
-  // The driver is being interrupted, its look at the flag later in this turn:
-  // a batch job's end (time limit, scancel, requeue) signals every process of
-  // the job at once, so the trial most likely died of the same stop. Left
-  // PENDING as the interrupt leaves the others (nothing starts meanwhile:
-  // may_launch()); no failure is spent.
-  if (!stopping_ && interrupt_requested()) {
-    requeue(trial);
-    return;
-  }
   leave_running(trial);
   const double now = clock_.unix_time();
   // A trial whose host went away is retried elsewhere without spending its

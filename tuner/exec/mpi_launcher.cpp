@@ -31,6 +31,12 @@ std::vector<std::string> words_of(const char* text) {
   return words;
 }
 
+// Where OpenMPI's vader transport puts its shared-memory segments.
+std::string vader_backing_directory() {
+  const char* backing = std::getenv("OMPI_MCA_btl_vader_backing_directory");
+  return backing && *backing ? backing : "/dev/shm";
+}
+
 }  // namespace
 
 std::string bind_shim_path() {
@@ -206,8 +212,7 @@ int remove_killed_mpirun_leftovers(pid_t pid) {
   const unsigned long long daemon_job = has_contact ? std::strtoull(uri.c_str(), nullptr, 10) : 0;
   if (daemon_job > 0) {
     const unsigned long long family = daemon_job >> 16;
-    const char* backing = std::getenv("OMPI_MCA_btl_vader_backing_directory");
-    const std::string shm = backing && *backing ? backing : "/dev/shm";
+    const std::string shm = vader_backing_directory();
     for (fs::directory_iterator it(shm, ec), end; !ec && it != end; it.increment(ec)) {
       // vader_segment.<node>.<uid>.<job id, hex>.<local rank>: the node
       // may hold dots, so the last three fields are read from the end.
@@ -234,11 +239,7 @@ int remove_killed_mpirun_leftovers(pid_t pid) {
 
 int remove_orphaned_segments(const std::string& directory, double min_age_s) {
   namespace fs = std::filesystem;
-  std::string dir = directory;
-  if (dir.empty()) {
-    const char* backing = std::getenv("OMPI_MCA_btl_vader_backing_directory");
-    dir = backing && *backing ? backing : "/dev/shm";
-  }
+  const std::string dir = directory.empty() ? vader_backing_directory() : directory;
   std::vector<std::string> candidates;
   std::error_code ec;
   const auto now = std::chrono::system_clock::now();

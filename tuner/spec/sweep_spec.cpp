@@ -380,7 +380,6 @@ T integer_value(const Json& json, const char* key, T fallback) {
   }
 }
 
-
 }  // namespace
 
 // Missing keys keep their defaults, so JSON written by an older tune still loads.
