@@ -387,6 +387,12 @@ void Driver::send(std::vector<Reply>& replies) {
 void Driver::housekeeping() {
   profile::Scope timed(profile::Part::kHousekeeping);
   const double now = clock_.now();
+  // A driver that did not run for a while (Ctrl-Z then `fg`, a debugger, a VM
+  // its host froze, a turn that took long) heard nothing meanwhile: its
+  // trials' silence then says nothing about them.
+  constexpr double kStallS = 1.0;
+  if (last_turn_end_ > 0 && now - last_turn_end_ > kStallS) heard_nothing_until_ = now;
+  last_turn_end_ = now;
   if (sweep_.spec.failure.result_timeout_s) end_hung_trials(now);
   if (!pool_.single_host()) hosts_housekeeping();
   renew_lease();
@@ -405,13 +411,15 @@ void Driver::housekeeping() {
 
 // A trial silent for longer than failure.result_timeout_s fails (and is
 // retried per max_failures); its attempt is cancelled (a whole group is
-// killed; an in-process one is abandoned after the executor's grace).
+// killed; an in-process one is abandoned after the executor's grace). Its
+// silence counts from its last result or from the end of the driver's own
+// latest stall (housekeeping()), whichever is later.
 void Driver::end_hung_trials(double now) {
   const double timeout = *sweep_.spec.failure.result_timeout_s;
   std::vector<AttemptId> hung;
   for (const auto& [attempt, placement] : live_) {
     TrialState* trial = current(attempt);
-    if (trial && now - trial->last_report > timeout) hung.push_back(attempt);
+    if (trial && now - std::max(trial->last_report, heard_nothing_until_) > timeout) hung.push_back(attempt);
   }
   if (hung.empty()) return;
   Transaction txn(*store_);

@@ -248,6 +248,10 @@ class Driver {
   bool launch_left_ = false;  // launch_ready() stopped at starts_per_turn with places left
   int started_this_turn_ = 0;
   double started_ = 0, last_progress_ = 0, last_state_save_ = 0;
+  // clock_.now() at the end of the last turn, and at the end of the latest
+  // turn that came over a second after the one before (the driver stood
+  // still: a stopped process, a frozen VM): end_hung_trials() counts from it.
+  double last_turn_end_ = 0, heard_nothing_until_ = -INFINITY;
   double last_state_save_cost_ = 0;  // seconds the last save of the scheduler's state took
   size_t unpacked_final_ = 0, packed_final_ = 0;  // final trials held as they are, and packed (settle())
   bool scheduler_state_stored_ = false;  // experiments.scheduler_state holds a state (later ones are parts)
