@@ -815,6 +815,21 @@ TEST(CliRun, RelativeToResolvesTheFilesRelativePathsFromAnotherFolder) {
   EXPECT_NE(moved.out.find("\"path\":\"" + examples + "/churn.csv\""), std::string::npos) << moved.out;
 }
 
+// --resume-if-exists needs a name to look for, and a smoke test is always a
+// new sweep: each refused in one line, before anything is written.
+TEST(CliResume, ResumeIfExistsRefusesASmokeTestAndASweepWithoutAName) {
+  TempDir dir;
+  const std::string file = dir.write("nameless.yaml", kSlow);
+  const std::string storage = dir.file("store");
+  auto smoke = run_tune("run " + file + " --name n --storage " + storage + " --resume-if-exists --smoke");
+  EXPECT_EQ(smoke.exit_code, 2) << smoke.err;
+  EXPECT_EQ(smoke.err, "tune: --resume-if-exists and --smoke do not go together (a smoke test is a new sweep)\n");
+  auto nameless = run_tune("run " + file + " --storage " + storage + " --resume-if-exists");
+  EXPECT_EQ(nameless.exit_code, 2) << nameless.err;
+  EXPECT_EQ(nameless.err, "tune: --resume-if-exists needs the experiment's name: the file's `name`, or --name\n");
+  EXPECT_FALSE(std::filesystem::exists(storage)) << "nothing was written";
+}
+
 // PBT's state is saved by parts too (the members that changed). A population
 // larger than the slots time-shares them (pauses at each boundary); killed
 // with parts in the store, the resumed sweep rebuilds the state from them,
