@@ -797,6 +797,57 @@ param_space:
       << refused.err;
 }
 
+// Another machine's heartbeat is that machine's time. A live driver there
+// whose clock is 10 minutes behind this one's reads 10 minutes old here: it is
+// watched, seen to move on, and refused, not taken over. A heartbeat that
+// reads as old and stands still (a machine that is gone) is taken over once
+// it stood still for 6 s.
+TEST(CliResume, ALeaseElsewhereIsJudgedByWhetherItsHeartbeatMovesNotByTheClocks) {
+  TempDir dir;
+  std::string file = dir.write("quick.yaml", R"(trainable: synthetic
+metric: loss
+mode: min
+num_samples: 2
+search: {seed: 4}
+param_space:
+  x: {uniform: [0, 1]}
+  iterations: 3
+)");
+  std::string storage = dir.file("store");
+  ASSERT_EQ(run_tune("run " + file + " --name skewed --storage " + storage + " --quiet").exit_code, 0);
+  auto now = [] { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); };
+  auto store = Store::open(storage, false);
+  const int64_t id = store->find_experiment("skewed")->id;
+  const std::string resume = "resume skewed --storage " + storage + " --quiet";
+
+  LeaseRecord slow_clock{"node-with-a-slow-clock", 4545, now() - 900, now() - 600};
+  ASSERT_FALSE(store->take_lease(id, slow_clock, [](const LeaseRecord&) { return true; }));
+  std::atomic<bool> done{false};
+  std::thread beating([&] {
+    while (!done) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      store->renew_lease(id, slow_clock, now() - 600);
+    }
+  });
+  auto refused = run_tune(resume);
+  done = true;
+  beating.join();
+  EXPECT_EQ(refused.exit_code, 2) << refused.err;
+  EXPECT_NE(refused.err.find("is being run by another driver (pid 4545 on node-with-a-slow-clock"), std::string::npos)
+      << refused.err;
+  EXPECT_NE(refused.err.find("but it moves on: the two clocks differ"), std::string::npos) << refused.err;
+
+  const LeaseRecord gone{"node-that-died", 4646, now() - 900, now() - 600};
+  ASSERT_FALSE(store->take_lease(id, gone, [](const LeaseRecord&) { return true; }));
+  const auto started = std::chrono::steady_clock::now();
+  auto taken = run_tune(resume);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  EXPECT_EQ(taken.exit_code, 0) << taken.err;
+  EXPECT_NE(taken.err.find("taking it over if it stands still for 6 s"), std::string::npos) << taken.err;
+  EXPECT_GE(seconds, 5.5) << "taken over before the heartbeat was seen standing still";
+  EXPECT_LT(seconds, 30.0);
+}
+
 // `tune submit`'s batch script runs a copy of the sweep file from a folder of
 // its own, with --relative-to the submitted file's folder: the relative
 // data.path means the same file as where it was submitted (and the sweep

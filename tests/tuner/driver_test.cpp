@@ -558,6 +558,57 @@ TEST(DriverInterrupt, AGroupThatDiesOfTheSameStopIsRequeuedNotFailed) {
     EXPECT_TRUE(event.kind != "trial_error" && event.kind != "trial_retry") << event.kind << " " << event.detail.dump();
 }
 
+// failure.result_timeout_s counts a trial's silence while the driver runs:
+// a turn that comes long after the one before (the driver stood still: a
+// stopped process, a frozen VM) starts it over for every trial, and a trial
+// that stays silent after it still fails.
+TEST(DriverHungTrials, TheDriversOwnStallIsNotTheTrialsSilence) {
+  Harness h;
+  SweepSpec spec = spec_of(1);
+  spec.failure.result_timeout_s = 5;
+  spec.failure.max_failures = 0;
+  h.open(spec, 1, std::make_unique<ScriptedScheduler>());
+  ASSERT_TRUE(h.step());
+  h.fake->report({0, 1}, {{"loss", 0.5}});
+  ASSERT_TRUE(h.step());
+  h.clock.advance(60);  // nothing ran for a minute, this driver included
+  ASSERT_TRUE(h.step());
+  EXPECT_EQ(h.status(0), kRunning) << "failed for the driver's own stall";
+  for (int i = 0; i < 9; ++i) {  // 4.5 s more of silence while the driver runs
+    h.clock.advance(0.5);
+    ASSERT_TRUE(h.step());
+  }
+  EXPECT_EQ(h.status(0), kRunning);
+  for (int i = 0; i < 2; ++i) {  // past 5 s
+    h.clock.advance(0.5);
+    h.step();
+  }
+  EXPECT_EQ(h.status(0), kError) << "a trial silent for the timeout while the driver ran fails";
+}
+
+// The lease's heartbeat is renewed every 2 s of the steady clock: a wall clock set back an hour does not stop it (which would let
+// another driver take a live experiment over a minute later).
+TEST(DriverLease, AWallClockSetBackDoesNotStopTheHeartbeats) {
+  Harness h;
+  h.open(spec_of(1), 1, std::make_unique<ScriptedScheduler>());
+  ASSERT_TRUE(h.step());
+  auto heartbeat = [&] {
+    double seen = 0;
+    auto holder = h.driver->store().take_lease(h.driver->experiment_id(), LeaseRecord{"probe", 1, 0, 0},
+                                               [&](const LeaseRecord& held) {
+                                                 seen = held.heartbeat_at;
+                                                 return false;
+                                               });
+    EXPECT_TRUE(holder.has_value());
+    return seen;
+  };
+  const double first = heartbeat();
+  h.clock.set_wall_back(3600);
+  h.clock.advance(2.5);  // past the driver's 2 s
+  ASSERT_TRUE(h.step());
+  EXPECT_DOUBLE_EQ(heartbeat(), first + 2.5 - 3600) << "renewed, with the wall time";
+}
+
 TEST(DriverInterrupt, RequeuesRunningTrialsAndResumeRestartsThemFromTheirCheckpoints) {
   TempDir store;
   const std::string c0 = store.file("c0");

@@ -24,11 +24,13 @@ namespace tune::testing {
 class FakeClock : public internal::Clock {
  public:
   double now() const override { return now_; }
-  double unix_time() const override { return 1.7e9 + now_; }
+  double unix_time() const override { return 1.7e9 + now_ + wall_offset_; }
   void advance(double seconds) { now_ += seconds; }
+  // The wall clock alone set back (NTP, a VM restored from a snapshot).
+  void set_wall_back(double seconds) { wall_offset_ -= seconds; }
 
  private:
-  double now_ = 1000;
+  double now_ = 1000, wall_offset_ = 0;
 };
 
 // Records what the driver asks; the test plays the trials' part.

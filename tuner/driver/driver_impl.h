@@ -124,6 +124,7 @@ class Driver {
   void release_lease();
   static constexpr double kLeaseTimeout = 60;      // s without a heartbeat: the holder is gone
   static constexpr double kHeartbeatInterval = 2;  // s
+  static constexpr double kFrozenS = 3 * kHeartbeatInterval;  // another host's heartbeat this still: no driver renews it
   void load_experiment();
   bool may_launch() const;
   TUNE_PROFILED void launch_ready();

@@ -33,60 +33,83 @@ bool process_alive(int64_t pid) {
 }  // namespace
 
 // One live driver per experiment: a lease in the store (host, pid, start,
-// heartbeat). A holder is gone when its process is dead on this host or its
-// heartbeat is older than kLeaseTimeout (another host), or with --force.
+// heartbeat). A holder is gone when its process is dead on this host, or
+// (another host) when its heartbeat reads kLeaseTimeout old here and stood
+// still for kFrozenS of this machine's own clock: the heartbeat is the other
+// machine's time, and a clock that differs by minutes must not make a live
+// driver look dead. --force takes it in any case.
 void Driver::take_lease() {
   char host[256] = {0};
   ::gethostname(host, sizeof host - 1);
   const double now = clock_.unix_time();
   lease_ = LeaseRecord{host, static_cast<int64_t>(::getpid()), now, now};
+  std::optional<double> frozen;  // another host's heartbeat seen standing still for kFrozenS
   auto take = [&] {
     const double at = clock_.unix_time();
     lease_->heartbeat_at = at;
     return store_->take_lease(experiment_.id, *lease_, [&](const LeaseRecord& h) {
-      if (run_.force || at - h.heartbeat_at > kLeaseTimeout) return true;
-      return h.host == lease_->host && !process_alive(h.pid);
+      if (run_.force) return true;
+      if (h.host == lease_->host) return at - h.heartbeat_at > kLeaseTimeout || !process_alive(h.pid);
+      return at - h.heartbeat_at > kLeaseTimeout && frozen == h.heartbeat_at;
     });
   };
   auto holder = take();
   // A driver on another machine whose heartbeat stands still (its machine
-  // died, or lost the store: a batch job requeued onto another node) is gone
-  // once the heartbeat is kLeaseTimeout old; one whose heartbeat moves on
-  // runs, and is refused below.
-  if (holder && run_.wait_for_stale_lease && holder->host != lease_->host) {
+  // died, or lost the store: a batch job requeued onto another node) is
+  // watched until it counts as gone; one whose heartbeat moves on runs, and
+  // is refused below. Without --resume-if-exists only a heartbeat that
+  // already reads old is watched (for kFrozenS).
+  bool moved_though_old = false;
+  if (holder && holder->host != lease_->host) {
     const double beat = holder->heartbeat_at;
-    std::cerr << "tune: experiment '" << sweep_.spec.name << "' is leased to pid " << holder->pid << " on "
-              << holder->host << ", last heartbeat " << format_duration(clock_.unix_time() - beat)
-              << " ago: waiting until it is " << static_cast<int>(kLeaseTimeout)
-              << " s old (a driver on a machine that is gone) or moves on (one that runs)\n";
-    while (holder && holder->heartbeat_at == beat && !interrupt_requested()) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(250));
-      holder = take();
-    }
-    if (holder && holder->heartbeat_at == beat) {
-      lease_.reset();
-      throw Error("interrupted while waiting for the lease of experiment '" + sweep_.spec.name + "'; nothing changed");
+    const bool old_here = clock_.unix_time() - beat > kLeaseTimeout;
+    if (old_here || run_.wait_for_stale_lease) {
+      if (!old_here) {
+        std::cerr << "tune: experiment '" << sweep_.spec.name << "' is leased to pid " << holder->pid << " on "
+                  << holder->host << ", last heartbeat " << format_duration(clock_.unix_time() - beat)
+                  << " ago: waiting until it is " << static_cast<int>(kLeaseTimeout)
+                  << " s old (a driver on a machine that is gone) or moves on (one that runs)\n";
+      } else {
+        std::cerr << "tune: experiment '" << sweep_.spec.name << "' is leased to pid " << holder->pid << " on "
+                  << holder->host << ", whose last heartbeat reads " << format_duration(clock_.unix_time() - beat)
+                  << " old here: taking it over if it stands still for " << static_cast<int>(kFrozenS) << " s\n";
+      }
+      const double since = clock_.now();
+      while (holder && holder->heartbeat_at == beat && !interrupt_requested()) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(250));
+        if (clock_.now() - since >= kFrozenS) frozen = beat;
+        holder = take();
+      }
+      if (holder && holder->heartbeat_at == beat) {
+        lease_.reset();
+        throw Error("interrupted while waiting for the lease of experiment '" + sweep_.spec.name + "'; nothing changed");
+      }
+      moved_though_old = holder && old_here;
     }
   }
   if (holder) {
     lease_.reset();
+    const double at = clock_.unix_time();
     throw ConfigError("experiment '" + sweep_.spec.name + "' is being run by another driver (pid " +
                       std::to_string(holder->pid) + " on " + holder->host + ", started " +
-                      format_duration(now - holder->started_at) + " ago, last heartbeat " +
-                      format_duration(now - holder->heartbeat_at) + " ago): let it finish or stop it; if it is gone, " +
-                      "`tune resume " + sweep_.spec.name + " --force`");
+                      format_duration(at - holder->started_at) + " ago, last heartbeat " +
+                      format_duration(at - holder->heartbeat_at) + " ago" +
+                      (moved_though_old ? " by this machine's clock, but it moves on: the two clocks differ" : "") +
+                      "): let it finish or stop it; if it is gone, `tune resume " + sweep_.spec.name + " --force`");
   }
-  last_heartbeat_ = now;
+  last_heartbeat_ = clock_.now();
 }
 
 // Every few seconds. A lease taken over (--force elsewhere) ends this driver
 // at once, writing nothing more: its trials belong to the other one now
 // (the destructor stops the attempts still running here).
+// The interval is this machine's steady clock: a wall clock set back
+// (NTP, a VM restored) must not stop the heartbeats.
 void Driver::renew_lease() {
-  const double now = clock_.unix_time();
+  const double now = clock_.now();
   if (!lease_ || now - last_heartbeat_ < kHeartbeatInterval) return;
   last_heartbeat_ = now;
-  if (!store_->renew_lease(experiment_.id, *lease_, now)) lost_lease();
+  if (!store_->renew_lease(experiment_.id, *lease_, clock_.unix_time())) lost_lease();
 }
 
 // Inside each write transaction: a driver that lost its lease writes nothing.
