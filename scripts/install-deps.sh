@@ -54,6 +54,8 @@ test=(
   iproute2 util-linux
   # cluster.secret_never_travels captures the cluster network
   tcpdump
+  # a store on a FUSE mount, as on a network filesystem (NetworkStore.*)
+  bindfs
   # Slurm tests: a real Slurm on this machine (scripts/local-slurm.sh)
   munge slurmctld slurmd slurm-client
   # The HTML report's end-to-end tests render it in headless Chromium.

@@ -63,6 +63,10 @@ class SqliteStore final : public Store {
 
   void checkpoint_in_background(std::chrono::milliseconds restart_every) override {
     if (read_only_ || checkpointer_.joinable()) return;
+    {
+      SQLite::Statement mode(db_, "PRAGMA journal_mode");
+      if (!mode.executeStep() || mode.getColumn(0).getString() != "wal") return;  // the rollback journal: nothing to copy
+    }
     restart_every_ = restart_every;
     wal_started_ = std::chrono::steady_clock::now();
     sqlite3* db = nullptr;

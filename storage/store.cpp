@@ -6,7 +6,10 @@
 #include <SQLiteCpp/SQLiteCpp.h>
 #include <sqlite3.h>
 
+#include <sys/vfs.h>
+
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 
 #include "storage/internal/schema.h"
@@ -39,6 +42,55 @@ std::string Store::database_path(const std::string& dir) {
   return (fs::path(dir) / "tune.db").string();
 }
 
+namespace storage_internal {
+
+bool network_filesystem(int64_t f_type) {
+  switch (static_cast<uint32_t>(f_type)) {
+    case 0x6969:      // NFS_SUPER_MAGIC (linux/magic.h, as the rest unless said)
+    case 0x517B:      // SMB_SUPER_MAGIC
+    case 0xFF534D42:  // CIFS_SUPER_MAGIC
+    case 0xFE534D42:  // SMB2_SUPER_MAGIC
+    case 0x5346414F:  // AFS_SUPER_MAGIC
+    case 0x6B414653:  // AFS_FS_MAGIC
+    case 0x73757245:  // CODA_SUPER_MAGIC
+    case 0x00C36400:  // CEPH_SUPER_MAGIC
+    case 0x01021997:  // V9FS_MAGIC
+    case 0x7461636F:  // OCFS2_SUPER_MAGIC
+    case 0x65735546:  // FUSE_SUPER_MAGIC
+    case 0x01161970:  // GFS2_MAGIC (linux/gfs2_ondisk.h)
+    case 0x0BD00BD0:  // Lustre's LL_SUPER_MAGIC (lustre_user.h)
+    case 0x47504653:  // GPFS ("GPFS")
+    case 0x19830326:  // BeeGFS
+    case 0xAAD7AAEA:  // PanFS
+      return true;
+    default:
+      return false;
+  }
+}
+
+namespace {
+
+// TUNE_STORE_JOURNAL's journal, "" when unset.
+std::string journal_from_environment() {
+  const char* chosen = std::getenv("TUNE_STORE_JOURNAL");
+  if (!chosen || !*chosen) return "";
+  const std::string value = chosen;
+  if (value == "wal") return "wal";
+  if (value == "rollback") return "truncate";
+  throw ConfigError("TUNE_STORE_JOURNAL must be wal or rollback, got '" + value + "'");
+}
+
+}  // namespace
+
+std::string store_journal(const std::string& dir) {
+  if (std::string chosen = journal_from_environment(); !chosen.empty()) return chosen;
+  struct statfs about {};
+  if (::statfs(dir.c_str(), &about) == 0 && network_filesystem(static_cast<int64_t>(about.f_type))) return "truncate";
+  return "wal";
+}
+
+}  // namespace storage_internal
+
 bool Store::exists(const std::string& dir) {
   std::error_code ec;
   return fs::is_regular_file(database_path(dir), ec);
@@ -49,6 +101,7 @@ std::unique_ptr<Store> Store::open(const std::string& dir, bool read_only, Durab
   if (read_only) {
     if (!exists(dir)) throw Error("no tune store at " + dir + " (tune.db not found)");
   } else {
+    journal_from_environment();  // a bad value is refused before anything is made
     std::error_code ec;
     fs::create_directories(dir, ec);
     if (is_disk_full(ec)) throw DiskFullError("cannot create results directory " + dir + ": " + ec.message());
@@ -91,8 +144,11 @@ std::unique_ptr<Store> Store::open(const std::string& dir, bool read_only, Durab
   try {
     if (!read_only) {
       // synchronous=NORMAL in WAL: a commit survives a crash of the process,
-      // not of the machine; FULL fsyncs every commit.
-      db.exec("PRAGMA journal_mode = WAL");
+      // not of the machine; FULL fsyncs every commit. On a network
+      // filesystem the rollback journal (store_journal): readers on other
+      // machines then read through the file locks, and a commit waits for
+      // them. A store that another process holds open stays as it is.
+      db.exec("PRAGMA journal_mode = " + store_journal(dir));
       db.exec(durability == Durability::kFull ? "PRAGMA synchronous = FULL"
                                               : "PRAGMA synchronous = NORMAL");
       db.exec("PRAGMA foreign_keys = ON");

@@ -3,7 +3,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <linux/magic.h>
 #include <sqlite3.h>
+#include <stdlib.h>
 
 #include <algorithm>
 #include <atomic>
@@ -70,6 +72,52 @@ TEST(StoreOpen, SetsTheConnectionPragmas) {
   EXPECT_EQ(db.execAndGet("PRAGMA secure_delete").getInt(), 2);
   auto full = Store::open(tmp.path(), false, Durability::kFull);
   EXPECT_EQ(storage_internal::raw_database(*full).execAndGet("PRAGMA synchronous").getInt(), 2);
+}
+
+// SQLite's write-ahead log needs one machine's shared memory: on a network
+// filesystem tune writes with the rollback journal. The kernel's own magic
+// numbers (linux/magic.h) are the oracle for which filesystems those are.
+TEST(StoreJournal, NetworkFilesystemsAreKnownByTheKernelsMagicNumbers) {
+  for (int64_t network : std::initializer_list<int64_t>{NFS_SUPER_MAGIC, SMB_SUPER_MAGIC, CIFS_SUPER_MAGIC, SMB2_SUPER_MAGIC, AFS_SUPER_MAGIC,
+                          AFS_FS_MAGIC, CODA_SUPER_MAGIC, CEPH_SUPER_MAGIC, V9FS_MAGIC, OCFS2_SUPER_MAGIC,
+                          FUSE_SUPER_MAGIC})
+    EXPECT_TRUE(storage_internal::network_filesystem(network)) << std::hex << network;
+  for (int64_t local : std::initializer_list<int64_t>{EXT4_SUPER_MAGIC, TMPFS_MAGIC, XFS_SUPER_MAGIC, BTRFS_SUPER_MAGIC, OVERLAYFS_SUPER_MAGIC,
+                        RAMFS_MAGIC, SQUASHFS_MAGIC})
+    EXPECT_FALSE(storage_internal::network_filesystem(local)) << std::hex << local;
+}
+
+// A local folder keeps the WAL; TUNE_STORE_JOURNAL chooses either for a
+// filesystem tune does not recognise, and a bad value is refused before the
+// store's folder is made. Reopened without it, a rollback store is WAL again.
+TEST(StoreJournal, ALocalFolderKeepsTheWalAndTheEnvironmentChoosesOtherwise) {
+  TempDir tmp;
+  struct Unset {
+    ~Unset() { ::unsetenv("TUNE_STORE_JOURNAL"); }
+  } unset;
+  EXPECT_EQ(storage_internal::store_journal(tmp.path()), "wal");
+  ::setenv("TUNE_STORE_JOURNAL", "rollback", 1);
+  EXPECT_EQ(storage_internal::store_journal(tmp.path()), "truncate");
+  {
+    auto store = Store::open(tmp.file("rollback"));
+    SQLite::Database& db = storage_internal::raw_database(*store);
+    EXPECT_EQ(db.execAndGet("PRAGMA journal_mode").getString(), "truncate");
+    store->checkpoint_in_background(std::chrono::milliseconds(1000));  // nothing to copy: no thread
+    Transaction txn(*store);
+    store->create_experiment(named("exp"));
+    txn.commit();
+    EXPECT_FALSE(fs::exists(tmp.file("rollback/tune.db-wal")));
+    EXPECT_FALSE(fs::exists(tmp.file("rollback/tune.db-shm")));
+  }
+  ::setenv("TUNE_STORE_JOURNAL", "wal", 1);
+  EXPECT_EQ(storage_internal::store_journal(tmp.path()), "wal");
+  ::setenv("TUNE_STORE_JOURNAL", "fast", 1);
+  EXPECT_THAT(open_error(tmp.file("never")), HasSubstr("TUNE_STORE_JOURNAL must be wal or rollback, got 'fast'"));
+  EXPECT_FALSE(fs::exists(tmp.file("never")));
+  ::unsetenv("TUNE_STORE_JOURNAL");
+  auto reopened = Store::open(tmp.file("rollback"));
+  EXPECT_EQ(storage_internal::raw_database(*reopened).execAndGet("PRAGMA journal_mode").getString(), "wal");
+  EXPECT_TRUE(reopened->find_experiment("exp").has_value());
 }
 
 TEST(StoreOpen, ReopeningPreservesEverything) {
