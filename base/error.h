@@ -72,6 +72,16 @@ class DiskFullError : public Error {
   using Error::Error;
 };
 
+// The store stayed locked by another process for the whole busy timeout
+// (SQLITE_BUSY): a writer's commit waited for a reader that holds a read
+// transaction open (the rollback journal of a store on a network
+// filesystem), or for another writer. The transaction is still open: the
+// commit may be tried again.
+class StoreBusyError : public Error {
+ public:
+  using Error::Error;
+};
+
 // Whether an OS error says the disk, or the user's quota on it, is full.
 inline bool is_disk_full(const std::error_code& code) {
   return code == std::errc::no_space_on_device || code == std::error_condition(EDQUOT, std::generic_category());

@@ -624,6 +624,7 @@ class SqliteStore final : public Store {
         free_reserve();
         throw DiskFullError(std::string("store: ") + what + ": " + e.what());
       }
+      if ((e.getErrorCode() & 0xff) == SQLITE_BUSY) throw StoreBusyError(std::string("store: ") + what + ": " + e.what());
       throw Error(std::string("store: ") + what + ": " + e.what());
     }
   }

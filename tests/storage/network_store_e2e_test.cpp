@@ -3,12 +3,14 @@
 // folder): the kernel reports it as it reports sshfs, GlusterFS or an
 // object-store mount, and tune treats it as it treats NFS, Lustre or GPFS
 // (storage_internal::network_filesystem).
+#include <SQLiteCpp/SQLiteCpp.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <linux/magic.h>
 #include <sys/vfs.h>
 
 #include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <string>
 #include <thread>
@@ -95,6 +97,63 @@ param_space:
     ASSERT_EQ(results.exit_code, 0) << results.err;
     EXPECT_EQ(Json::parse(results.out).size(), 8u * 60u);
   }
+}
+
+// With the rollback journal a reader's open transaction holds every commit
+// back (in WAL nothing does). A reader that keeps one open for longer than
+// the store's busy timeout (30 s: an interactive sqlite3 after BEGIN, a
+// notebook's cursor) makes the sweep wait, said once, not fail: it finishes
+// with every result once the reader lets go.
+TEST(NetworkStore, AReaderHoldingTheRollbackJournalsLockMakesTheSweepWaitNotFail) {
+  TempDir dir;
+  const std::string sweep = dir.write("held.yaml", R"(name: held
+trainable: synthetic
+metric: loss
+mode: min
+num_samples: 2
+search: {seed: 5}
+param_space:
+  x: {uniform: [0, 1]}
+  iterations: 40
+  sleep_s: 0.1
+)");
+  const std::string store = dir.file("store");
+  std::atomic<bool> done{false};
+  testing::CommandResult run;
+  std::thread sweeping([&] {
+    run = run_command("TUNE_STORE_JOURNAL=rollback " + std::string(TUNE_BINARY) + " run " + sweep + " --storage " +
+                      store + " --quiet");
+    done = true;
+  });
+  // Once results come in: a read transaction held for 33 s.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  bool held = false;
+  while (!held && !done && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (!fs::exists(store + "/tune.db")) continue;
+    try {
+      SQLite::Database reader(store + "/tune.db", SQLite::OPEN_READONLY, 5000);
+      if (reader.execAndGet("SELECT count(*) FROM results").getInt() < 2) continue;
+      reader.exec("BEGIN");
+      reader.execAndGet("SELECT count(*) FROM results");  // takes the read lock
+      held = true;
+      std::this_thread::sleep_for(std::chrono::seconds(33));
+      reader.exec("COMMIT");
+    } catch (const SQLite::Exception&) {
+      // the schema being made; try again
+    }
+  }
+  sweeping.join();
+  ASSERT_TRUE(held) << "the reader never read results while the sweep ran: " << run.err;
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.err.find("stays locked by another process (a reader holding a transaction open?): waiting for it"),
+            std::string::npos)
+      << run.err;
+  auto status = run_tune("status held --storage " + store + " --json");
+  ASSERT_EQ(status.exit_code, 0) << status.err;
+  EXPECT_EQ(Json::parse(status.out)["counts"]["TERMINATED"], 2);
+  auto results = run_tune("results held --storage " + store + " --json");
+  EXPECT_EQ(Json::parse(results.out).size(), 80u);
 }
 
 }  // namespace

@@ -372,9 +372,27 @@ bool Driver::step(std::chrono::microseconds max_wait) {
   return true;
 }
 
+// A commit that found the store locked for the whole busy timeout (a reader
+// holding a transaction open on a store with the rollback journal, another
+// writer) is tried again until it goes through: the batch's results were
+// not acknowledged yet, and a reader must not end the sweep. Said once; an
+// interrupt ends the wait.
 void Driver::commit(Transaction& txn) {
   profile::Scope timed(profile::Part::kCommit);
-  txn.commit();
+  for (bool told = false;;) {
+    try {
+      txn.commit();
+      return;
+    } catch (const StoreBusyError& e) {
+      if (interrupt_requested()) throw;
+      if (!told) {
+        std::cerr << "tune: the store " << run_.storage_path
+                  << " stays locked by another process (a reader holding a transaction open?): waiting for it ("
+                  << e.what() << ")\n";
+        told = true;
+      }
+    }
+  }
 }
 
 void Driver::send(std::vector<Reply>& replies) {
@@ -427,7 +445,7 @@ void Driver::end_hung_trials(double now) {
     TrialState& trial = trials_.at(attempt.trial);
     fail(trial, "no result for " + short_number(timeout) + " s (failure.result_timeout_s); the trial was stopped");
   }
-  txn.commit();
+  commit(txn);
   for (const AttemptId& attempt : hung) executor_->cancel(attempt, TrialExecutor::kCancelHung);
 }
 
@@ -446,7 +464,7 @@ void Driver::stop_and_requeue(const std::string& reason) {
   Transaction txn(*store_);
   for (auto& [index, trial] : trials_)
     if (running(trial)) requeue(trial);
-  txn.commit();
+  commit(txn);
   for (const auto& [attempt, placement] : live_) executor_->cancel(attempt, reason);
 }
 
@@ -542,7 +560,7 @@ void Driver::finish() {
   const double now = clock_.unix_time();
   store_->set_experiment_status(experiment_.id, interrupted_ ? "INTERRUPTED" : "FINISHED");
   store_->add_event(experiment_.id, std::nullopt, interrupted_ ? "interrupted" : "finished", Json::object(), now);
-  txn.commit();
+  commit(txn);
   clean_scratch();
   executor_->shutdown();
   executor_.reset();

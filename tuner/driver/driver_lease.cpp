@@ -109,7 +109,13 @@ void Driver::renew_lease() {
   const double now = clock_.now();
   if (!lease_ || now - last_heartbeat_ < kHeartbeatInterval) return;
   last_heartbeat_ = now;
-  if (!store_->renew_lease(experiment_.id, *lease_, clock_.unix_time())) lost_lease();
+  bool held = true;
+  try {
+    held = store_->renew_lease(experiment_.id, *lease_, clock_.unix_time());
+  } catch (const StoreBusyError&) {
+    return;  // a reader holds the store (Driver::commit): the next heartbeat tries again
+  }
+  if (!held) lost_lease();
 }
 
 // Inside each write transaction: a driver that lost its lease writes nothing.
