@@ -659,6 +659,33 @@ param_space:
   EXPECT_TRUE(some_ran_through_the_stop) << "the stop came while trials ran: " << trials.dump();
 }
 
+// Each running command trial holds a few descriptors in the driver (its
+// pipes, its control socket): with the usual soft limit (1,024) a few hundred
+// trials at once failed to start, as the trials' errors ("cannot create
+// pipes ...: Too many open files"). The driver raises its soft limit within
+// the hard one; here a soft limit of 48 and 24 trials at once.
+TEST(CliRun, ManyCommandTrialsAtOnceDoNotRunOutOfDescriptorsUnderALowSoftLimit) {
+  TempDir dir;
+  dir.write("count.sh", "for i in 1 2 3 4 5; do echo \"@tune {\\\"loss\\\": $i}\"; sleep 0.2; done\n");
+  const std::string file = dir.write("many.yaml", R"(name: many
+trainable:
+  command: [sh, count.sh]
+  cwd: .
+metric: loss
+mode: min
+num_samples: 24
+max_concurrent_trials: 24
+param_space:
+  x: {uniform: [0, 1]}
+)");
+  const std::string storage = dir.file("store");
+  auto run = run_command("ulimit -S -n 48 && " + std::string(TUNE_BINARY) + " run " + file + " --storage " + storage +
+                         " --slots 24 --quiet");
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  auto status = json_of(run_tune("status many --storage " + storage + " --json").out);
+  EXPECT_EQ(status["counts"]["TERMINATED"], 24) << status.dump();
+}
+
 // A closed terminal sends SIGHUP: the sweep stops as with Ctrl-C (recorded,
 // exit 130), and `tune resume` finishes it.
 // Under nohup the hangup is ignored and the sweep runs to its end.

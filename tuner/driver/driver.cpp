@@ -11,6 +11,7 @@
 #include "base/error.h"
 #include "base/names.h"
 #include "base/options.h"
+#include "base/process_limits.h"
 #include "tuner/driver/driver_impl.h"
 #include "tuner/driver/progress.h"
 #include "tuner/exec/hosts.h"
@@ -61,6 +62,10 @@ void Driver::drain() {
 // that cannot run tune) comes before the store is touched: a refused run
 // leaves nothing behind that would block its retry.
 void Driver::open() {
+  // Each running trial holds descriptors here (a command's pipes, a group's
+  // mpirun, its connection, host watches): a few hundred trials pass the
+  // usual soft limit of 1,024, and their starts failed as the trials' errors.
+  raise_descriptor_limit(kDescriptorsWanted);
   SweepSpec& spec = sweep_.spec;
   if (!resume_ && spec.name.empty()) {
     spec.name = (spec.trainable.empty() ? std::string("experiment") : spec.trainable) + "-" +

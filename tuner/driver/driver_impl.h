@@ -122,6 +122,7 @@ class Driver {
   void hold_lease();
   [[noreturn]] void lost_lease();
   void release_lease();
+  static constexpr uint64_t kDescriptorsWanted = 65536;  // the soft RLIMIT_NOFILE, within the hard one
   static constexpr double kLeaseTimeout = 60;      // s without a heartbeat: the holder is gone
   static constexpr double kHeartbeatInterval = 2;  // s
   static constexpr double kFrozenS = 3 * kHeartbeatInterval;  // another host's heartbeat this still: no driver renews it

@@ -7,7 +7,6 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
-#include <sys/resource.h>
 
 #include <algorithm>
 #include <condition_variable>
@@ -20,6 +19,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/process_limits.h"
 #include "tuner/serve/serve_loop.h"
 #include "tuner/serve/serve_metrics.h"
 #include "tuner/serve/serve_routes.h"
@@ -165,17 +165,6 @@ std::string describe_model(const ServedModel& model) {
   return parts.empty() ? text : text + ")";
 }
 
-// Enough descriptors for max_connections (and what the process needs
-// besides), within the hard limit; a failure leaves the limit as it was.
-void raise_descriptor_limit(size_t max_connections) {
-  rlimit limit{};
-  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return;
-  rlim_t wanted = static_cast<rlim_t>(max_connections) + 256;
-  if (limit.rlim_cur >= wanted) return;
-  limit.rlim_cur = limit.rlim_max == RLIM_INFINITY ? wanted : std::min(wanted, limit.rlim_max);
-  ::setrlimit(RLIMIT_NOFILE, &limit);
-}
-
 // Restores the calling thread's signal mask when it goes out of scope.
 class SignalMaskGuard {
  public:
@@ -203,7 +192,7 @@ int serve_until_signal(ServedModel model, const ServeOptions& options, std::ostr
   struct sigaction hangup {};
   if (::sigaction(SIGHUP, nullptr, &hangup) == 0 && hangup.sa_handler != SIG_IGN) sigaddset(&signals, SIGHUP);
   SignalMaskGuard mask(signals);  // before the server's threads, which inherit it
-  raise_descriptor_limit(options.max_connections);
+  raise_descriptor_limit(options.max_connections + 256);  // and what the process needs besides
   const std::string description = describe_model(model);
   const std::string name = model.name;
   Server server(std::move(model), options);
