@@ -619,9 +619,10 @@ TEST(CliResume, CtrlCInterruptsAndResumeFinishes) {
 }
 
 // A driver that stands still (Ctrl-Z then `fg`, a debugger, a VM its host
-// froze) while its trials' groups go on: for 6 s, longer than the sweep's
-// failure.result_timeout_s (3 s: it counts from a group's start, so it
-// leaves room for two mpiruns starting at once on a busy box). Their silence meanwhile was the driver's, not
+// froze) while its trials' groups go on: for 14 s, longer than the sweep's
+// failure.result_timeout_s (10 s: it counts from a group's start, so it
+// leaves room for two mpiruns starting at once on a box busy with other
+// tests). Their silence meanwhile was the driver's, not
 // theirs: no trial fails, and the sweep finishes once the driver runs again.
 // (SIGSTOP: a Ctrl-Z's SIGTSTP is dropped for a shell's background job.)
 TEST(CliRun, ADriverStoppedLongerThanTheResultTimeoutFailsNoTrial) {
@@ -631,7 +632,7 @@ metric: loss
 mode: min
 max_concurrent_trials: 2
 resources: {workers: 2}
-failure: {max_failures: 0, result_timeout_s: 3}
+failure: {max_failures: 0, result_timeout_s: 10}
 param_space:
   x: {grid_search: [1, 2, 3, 4]}
   iterations: 16
@@ -642,7 +643,7 @@ param_space:
   ASSERT_GT(pid, 0);
   ASSERT_FALSE(wait_for_terminated(storage, "frozen", 1).is_null());
   run_command("kill -STOP " + std::to_string(pid));
-  std::this_thread::sleep_for(std::chrono::seconds(6));
+  std::this_thread::sleep_for(std::chrono::seconds(14));
   run_command("kill -CONT " + std::to_string(pid));
   ASSERT_TRUE(wait_gone(pid, 60)) << "the sweep did not end within 60 s of the driver's continuing";
   EXPECT_EQ(exit_status_of(dir), 0);
@@ -654,7 +655,7 @@ param_space:
     EXPECT_NEAR(t["last_result"]["state"].get<double>(), 16 * t["config"]["x"].get<double>(), 1e-9) << t.dump();
   }
   const bool some_ran_through_the_stop = std::any_of(trials.begin(), trials.end(), [](const Json& t) {
-    return t["last_result"].is_object() && t["last_result"].value("time_total_s", 0.0) > 6.0;
+    return t["last_result"].is_object() && t["last_result"].value("time_total_s", 0.0) > 14.0;
   });
   EXPECT_TRUE(some_ran_through_the_stop) << "the stop came while trials ran: " << trials.dump();
 }
