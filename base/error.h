@@ -82,6 +82,13 @@ class StoreBusyError : public Error {
   using Error::Error;
 };
 
+// This process had no descriptor left for what it was starting (EMFILE,
+// ENFILE): its limit's fault, not the trial's.
+class OutOfDescriptorsError : public Error {
+ public:
+  using Error::Error;
+};
+
 // Whether an OS error says the disk, or the user's quota on it, is full.
 inline bool is_disk_full(const std::error_code& code) {
   return code == std::errc::no_space_on_device || code == std::error_condition(EDQUOT, std::generic_category());

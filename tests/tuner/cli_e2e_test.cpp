@@ -665,7 +665,7 @@ param_space:
 // trials at once failed to start, as the trials' errors ("cannot create
 // pipes ...: Too many open files"). The driver raises its soft limit within
 // the hard one; here a soft limit of 48 and 24 trials at once.
-TEST(CliRun, ManyCommandTrialsAtOnceDoNotRunOutOfDescriptorsUnderALowSoftLimit) {
+TEST(CliRun, ManyCommandTrialsAtOnceAllFinishUnderALowDescriptorLimit) {
   TempDir dir;
   dir.write("count.sh", "for i in 1 2 3 4 5; do echo \"@tune {\\\"loss\\\": $i}\"; sleep 0.2; done\n");
   const std::string file = dir.write("many.yaml", R"(name: many
@@ -685,6 +685,22 @@ param_space:
   EXPECT_EQ(run.exit_code, 0) << run.err;
   auto status = json_of(run_tune("status many --storage " + storage + " --json").out);
   EXPECT_EQ(status["counts"]["TERMINATED"], 24) << status.dump();
+
+  // A hard limit of 48 too: the starts that find no descriptor are not the
+  // trials' failures (max_failures is 0 by default); they wait for running
+  // trials to end, and fewer run at once. Said once.
+  const std::string hard = dir.file("hard");
+  run = run_command("ulimit -n 48 && " + std::string(TUNE_BINARY) + " run " + file + " --storage " + hard +
+                    " --slots 24 --quiet");
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.err.find("tune: out of file descriptors (the hard limit of `ulimit -n`)"), std::string::npos) << run.err;
+  EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
+  status = json_of(run_tune("status many --storage " + hard + " --json").out);
+  EXPECT_EQ(status["counts"]["TERMINATED"], 24) << status.dump();
+  auto store = Store::open(hard, true);
+  int waited = 0;
+  for (const auto& event : store->events(store->find_experiment("many")->id)) waited += event.kind == "out_of_descriptors";
+  EXPECT_GT(waited, 0) << "48 descriptors hold fewer than 24 command trials";
 }
 
 // A closed terminal sends SIGHUP: the sweep stops as with Ctrl-C (recorded,

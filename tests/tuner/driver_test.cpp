@@ -586,6 +586,37 @@ TEST(DriverHungTrials, TheDriversOwnStallIsNotTheTrialsSilence) {
   EXPECT_EQ(h.status(0), kError) << "a trial silent for the timeout while the driver ran fails";
 }
 
+// A start that found no descriptor left (the driver's hard RLIMIT_NOFILE)
+// is not the trial's failure while others run: the trial waits first in
+// line, no failure spent (max_failures 0), and no more trials run at once
+// than were running then; as one ends, the waiting one starts. With none
+// running it is a failure like any other.
+TEST(DriverDescriptors, AStartOutOfDescriptorsWaitsForARunningTrialNotAFailure) {
+  Harness h;
+  SweepSpec spec = spec_of(4);
+  spec.failure.max_failures = 0;
+  h.open(spec, 3, std::make_unique<ScriptedScheduler>());
+  ASSERT_TRUE(h.step());
+  ASSERT_EQ(h.fake->started.size(), 3u);
+  h.fake->out_of_descriptors({2, 1});
+  ASSERT_TRUE(h.step());
+  EXPECT_EQ(h.status(2), kPending);
+  EXPECT_EQ(h.fake->started.size(), 3u) << "two run: no third start until one ends";
+  h.fake->end({0, 1}, false);
+  ASSERT_TRUE(h.step());
+  ASSERT_EQ(h.fake->started.size(), 4u);
+  EXPECT_EQ(h.fake->started.back().attempt.trial, 2) << "the one that waited, first in line";
+  EXPECT_EQ(h.fake->started.back().attempt.attempt, 2);
+  h.fake->end({1, 1}, false);
+  h.fake->end({2, 2}, false);
+  ASSERT_TRUE(h.step());
+  ASSERT_EQ(h.fake->started.size(), 5u);
+  h.fake->out_of_descriptors({3, 1});  // alone: not even one can start
+  ASSERT_TRUE(h.step());
+  EXPECT_EQ(h.status(3), kError);
+  for (int64_t index : {0, 1, 2}) EXPECT_EQ(h.status(index), kTerminated) << index;
+}
+
 // The lease's heartbeat is renewed every 2 s of the steady clock: a wall clock set back an hour does not stop it (which would let
 // another driver take a live experiment over a minute later).
 TEST(DriverLease, AWallClockSetBackDoesNotStopTheHeartbeats) {

@@ -84,6 +84,16 @@ class FakeExecutor : public internal::TrialExecutor {
     live_.erase(attempt);
     sink_.push(std::move(event));
   }
+  // The attempt could not start: this process had no descriptor left.
+  void out_of_descriptors(const internal::AttemptId& attempt) {
+    internal::TrialEvent event;
+    event.kind = internal::TrialEvent::Kind::kFailed;
+    event.attempt = attempt;
+    event.message = "cannot create pipes for the trial's program: Too many open files";
+    event.out_of_descriptors = true;
+    live_.erase(attempt);
+    sink_.push(std::move(event));
+  }
   // Ends every attempt still live (the trials "crash"), so a driver left
   // mid-sweep can be destroyed at once.
   void end_all() {

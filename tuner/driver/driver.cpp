@@ -230,6 +230,7 @@ bool Driver::may_launch() const {
   const int limit = sweep_.spec.max_concurrent_trials;
   return !stopping_ && !interrupt_requested() && pool_.fits(request()) &&
          (limit == 0 || static_cast<int>(live_.size()) < limit) &&
+         (descriptor_cap_ == 0 || live_.size() < descriptor_cap_) &&
          !(waiting_.version == lifecycle_.version() && waiting_.attempts_ended == attempts_ended_);
 }
 

@@ -270,6 +270,8 @@ class Driver {
   double last_heartbeat_ = 0;
   bool lease_lost_ = false;
   bool hosts_changed_ = true;  // a host was taken out since launch_ready last checked
+  size_t descriptor_cap_ = 0;  // trials at once when a start ran out of descriptors (0: none did)
+  bool descriptors_told_ = false;
 };
 
 // The first non-finite metric in a result, if any.

@@ -53,6 +53,24 @@ void Driver::on_end(TrialState* trial, const TrialEvent& event) {
     terminate(*trial);  // the trainable returned on its own
     return;
   }
+  // Out of descriptors with other trials running: the driver's limit, not
+  // the trial's failure. It waits first in line, and no more trials run at
+  // once than now (a start is allowed again as each one ends). With none
+  // running, even one cannot start: a failure as any other.
+  if (event.out_of_descriptors && !live_.empty()) {
+    descriptor_cap_ = live_.size();
+    leave_running(*trial);
+    lifecycle_.retry(trial->index);
+    set_status(*trial, kPending, clock_.unix_time());
+    store_->add_event(experiment_.id, trial->row, "out_of_descriptors",
+                      {{"running", live_.size()}, {"message", event.message}}, clock_.unix_time());
+    if (!descriptors_told_) {
+      std::cerr << "tune: out of file descriptors (the hard limit of `ulimit -n`): trials that could not start "
+                   "wait for running ones to end, and fewer run at once\n";
+      descriptors_told_ = true;
+    }
+    return;
+  }
   // Across hosts a lost attempt is the host's failure, not the trial's.
   const std::vector<std::string> none;
   fail(*trial, event.message, event.lost && !pool_.single_host(), event.blame_uncertain ? none : event.lost_hosts,

@@ -56,7 +56,9 @@ ChildProcess::ChildProcess(const std::vector<std::string>& argv, const std::stri
     const int error = errno;
     for (int fd : {out[0], out[1], err[0], err[1], failed[0], failed[1], control[0], control[1]})
       if (fd >= 0) ::close(fd);
-    throw Error(std::string("cannot create pipes for the trial's program: ") + std::strerror(error));
+    const std::string message = std::string("cannot create pipes for the trial's program: ") + std::strerror(error);
+    if (error == EMFILE || error == ENFILE) throw OutOfDescriptorsError(message);
+    throw Error(message);
   }
   TrialCgroup cgroup = make_trial_cgroup();
   SupervisorPlan plan;

@@ -72,6 +72,9 @@ struct TrialEvent {
   // The executor could not tell which of lost_hosts is at fault (the group
   // never started and mpirun did not say): the driver checks each.
   bool blame_uncertain = false;
+  // kFailed: the driver's process had no descriptor left to start the trial
+  // (its hard RLIMIT_NOFILE), which is not the trial's failure.
+  bool out_of_descriptors = false;
   std::function<void(Verdict)> reply;
 };
 

@@ -131,6 +131,10 @@ bool run_job(const std::shared_ptr<ThreadExecutor::Core>& core, const std::share
     core->function(session);
   } catch (const TrialStopped&) {
     outcome.stopped = true;
+  } catch (const OutOfDescriptorsError& e) {
+    outcome.kind = TrialEvent::Kind::kFailed;
+    outcome.message = e.what();
+    outcome.out_of_descriptors = true;
   } catch (const std::exception& e) {
     outcome.kind = TrialEvent::Kind::kFailed;
     outcome.message = e.what();
