@@ -696,7 +696,7 @@ param_space:
   EXPECT_NE(run.err.find("tune: out of file descriptors (the hard limit of `ulimit -n`)"), std::string::npos) << run.err;
   EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
   status = json_of(run_tune("status many --storage " + hard + " --json").out);
-  EXPECT_EQ(status["counts"]["TERMINATED"], 24) << status.dump();
+  EXPECT_EQ(status["counts"]["TERMINATED"], 24) << run_tune("trials many --storage " + hard).out;
   auto store = Store::open(hard, true);
   int waited = 0;
   for (const auto& event : store->events(store->find_experiment("many")->id)) waited += event.kind == "out_of_descriptors";

@@ -92,7 +92,10 @@ ChildProcess::ChildProcess(const std::vector<std::string>& argv, const std::stri
   if (n == sizeof code) {
     finish();
     if (code < 0) throw Error("cannot enter " + cwd + " to run the trial's program: " + std::strerror(-code));
-    throw Error("cannot run '" + argv[0] + "' (in " + cwd + "): " + std::strerror(code));
+    const std::string message = "cannot run '" + argv[0] + "' (in " + cwd + "): " + std::strerror(code);
+    // The program's process starts with this one's descriptors, so a full table fails its exec.
+    if (code == EMFILE || code == ENFILE) throw OutOfDescriptorsError(message);
+    throw Error(message);
   }
   // The supervisor says which process the program is right after starting it.
   for (const auto start = SteadyClock::now(); program_ < 0 && !status_ && SteadyClock::now() - start < std::chrono::seconds(10);) {
