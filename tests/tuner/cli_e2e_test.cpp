@@ -688,10 +688,12 @@ param_space:
 
   // A hard limit of 48 too: the starts that find no descriptor are not the
   // trials' failures (max_failures is 0 by default); they wait for running
-  // trials to end, and fewer run at once. Said once.
+  // trials to end, and fewer run at once. Said once. Six descriptors taken
+  // ahead (inherited, as from a shell or a CI runner) move where a start
+  // runs out: its pipes, its rendezvous port, its program's exec.
   const std::string hard = dir.file("hard");
-  run = run_command("ulimit -n 48 && " + std::string(TUNE_BINARY) + " run " + file + " --storage " + hard +
-                    " --slots 24 --quiet");
+  run = run_command("ulimit -n 48 && exec 3</dev/null 4</dev/null 5</dev/null 6</dev/null 7</dev/null 8</dev/null && " +
+                    std::string(TUNE_BINARY) + " run " + file + " --storage " + hard + " --slots 24 --quiet");
   EXPECT_EQ(run.exit_code, 0) << run.err;
   EXPECT_NE(run.err.find("tune: out of file descriptors (the hard limit of `ulimit -n`)"), std::string::npos) << run.err;
   EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
