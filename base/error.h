@@ -89,6 +89,10 @@ class OutOfDescriptorsError : public Error {
   using Error::Error;
 };
 
+// Whether an errno says this process (EMFILE) or the system (ENFILE) has no
+// descriptor left.
+inline bool is_out_of_descriptors(int error) { return error == EMFILE || error == ENFILE; }
+
 // Whether an OS error says the disk, or the user's quota on it, is full.
 inline bool is_disk_full(const std::error_code& code) {
   return code == std::errc::no_space_on_device || code == std::error_condition(EDQUOT, std::generic_category());

@@ -788,13 +788,8 @@ TEST(CliResume, TermToEveryProcessAtOnceThenRunResumeIfExistsFinishesIt) {
   EXPECT_EQ(json_of(run_tune("status fresh --storage " + storage + " --json").out)["counts"]["TERMINATED"], 8);
 }
 
-// A batch job requeued onto another node: the store still names the first
-// node's driver, whose heartbeat stands still (that node died). `tune run
-// --resume-if-exists` waits until the heartbeat is a minute old, then takes
-// the experiment over; a heartbeat that moves on is a live driver, refused.
-TEST(CliResume, ResumeIfExistsWaitsOutTheLeaseOfADriverOnAMachineThatIsGone) {
-  TempDir dir;
-  std::string file = dir.write("quick.yaml", R"(trainable: synthetic
+// A two-trial sweep of a few iterations, for the lease tests.
+const char* kQuick = R"(trainable: synthetic
 metric: loss
 mode: min
 num_samples: 2
@@ -802,11 +797,43 @@ search: {seed: 4}
 param_space:
   x: {uniform: [0, 1]}
   iterations: 3
-)");
+)";
+
+// The wall clock, in unix seconds (a lease's times).
+double now() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
+
+// A driver on another machine, as the store sees it while it lives: its
+// lease, renewed every 0.5 s with that machine's clock (`skew_s` behind
+// this one's) until this goes out of scope.
+class RemoteDriver {
+ public:
+  RemoteDriver(Store& store, int64_t experiment_id, LeaseRecord lease, double skew_s)
+      : beating_([&store, experiment_id, lease, skew_s, this] {
+          while (!done_) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(500));
+            store.renew_lease(experiment_id, lease, now() - skew_s);
+          }
+        }) {}
+  ~RemoteDriver() {
+    done_ = true;
+    beating_.join();
+  }
+
+ private:
+  std::atomic<bool> done_{false};
+  std::thread beating_;
+};
+
+// A batch job requeued onto another node: the store still names the first
+// node's driver, whose heartbeat stands still (that node died). `tune run
+// --resume-if-exists` waits until the heartbeat is a minute old, then takes
+// the experiment over; a heartbeat that moves on is a live driver, refused.
+TEST(CliResume, ResumeIfExistsWaitsOutTheLeaseOfADriverOnAMachineThatIsGone) {
+  TempDir dir;
+  std::string file = dir.write("quick.yaml", kQuick);
   std::string storage = dir.file("store");
   const std::string command = "run " + file + " --name moved --storage " + storage + " --quiet --resume-if-exists";
   ASSERT_EQ(run_tune(command).exit_code, 0);
-  auto now = [] { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); };
   int64_t id = 0;
   {
     auto store = Store::open(storage, false);
@@ -828,16 +855,11 @@ param_space:
   LeaseRecord live{"node-that-runs", 4343, now(), now()};
   auto store = Store::open(storage, false);
   ASSERT_FALSE(store->take_lease(id, live, [](const LeaseRecord&) { return true; }));
-  std::atomic<bool> done{false};
-  std::thread beating([&] {
-    while (!done) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(500));
-      store->renew_lease(id, live, now());
-    }
-  });
-  auto refused = run_tune(command);
-  done = true;
-  beating.join();
+  testing::CommandResult refused;
+  {
+    RemoteDriver running(*store, id, live, 0);
+    refused = run_tune(command);
+  }
   EXPECT_EQ(refused.exit_code, 2) << refused.err;
   EXPECT_NE(refused.err.find("is being run by another driver (pid 4343 on node-that-runs"), std::string::npos)
       << refused.err;
@@ -850,34 +872,20 @@ param_space:
 // it stood still for 6 s.
 TEST(CliResume, ALeaseElsewhereIsJudgedByWhetherItsHeartbeatMovesNotByTheClocks) {
   TempDir dir;
-  std::string file = dir.write("quick.yaml", R"(trainable: synthetic
-metric: loss
-mode: min
-num_samples: 2
-search: {seed: 4}
-param_space:
-  x: {uniform: [0, 1]}
-  iterations: 3
-)");
+  std::string file = dir.write("quick.yaml", kQuick);
   std::string storage = dir.file("store");
   ASSERT_EQ(run_tune("run " + file + " --name skewed --storage " + storage + " --quiet").exit_code, 0);
-  auto now = [] { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); };
   auto store = Store::open(storage, false);
   const int64_t id = store->find_experiment("skewed")->id;
   const std::string resume = "resume skewed --storage " + storage + " --quiet";
 
   LeaseRecord slow_clock{"node-with-a-slow-clock", 4545, now() - 900, now() - 600};
   ASSERT_FALSE(store->take_lease(id, slow_clock, [](const LeaseRecord&) { return true; }));
-  std::atomic<bool> done{false};
-  std::thread beating([&] {
-    while (!done) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(500));
-      store->renew_lease(id, slow_clock, now() - 600);
-    }
-  });
-  auto refused = run_tune(resume);
-  done = true;
-  beating.join();
+  testing::CommandResult refused;
+  {
+    RemoteDriver running(*store, id, slow_clock, 600);
+    refused = run_tune(resume);
+  }
   EXPECT_EQ(refused.exit_code, 2) << refused.err;
   EXPECT_NE(refused.err.find("is being run by another driver (pid 4545 on node-with-a-slow-clock"), std::string::npos)
       << refused.err;

@@ -64,15 +64,15 @@ void Driver::take_lease() {
     const double beat = holder->heartbeat_at;
     const bool old_here = clock_.unix_time() - beat > kLeaseTimeout;
     if (old_here || run_.wait_for_stale_lease) {
+      std::cerr << "tune: experiment '" << sweep_.spec.name << "' is leased to pid " << holder->pid << " on "
+                << holder->host;
+      const std::string age = format_duration(clock_.unix_time() - beat);
       if (!old_here) {
-        std::cerr << "tune: experiment '" << sweep_.spec.name << "' is leased to pid " << holder->pid << " on "
-                  << holder->host << ", last heartbeat " << format_duration(clock_.unix_time() - beat)
-                  << " ago: waiting until it is " << static_cast<int>(kLeaseTimeout)
+        std::cerr << ", last heartbeat " << age << " ago: waiting until it is " << static_cast<int>(kLeaseTimeout)
                   << " s old (a driver on a machine that is gone) or moves on (one that runs)\n";
       } else {
-        std::cerr << "tune: experiment '" << sweep_.spec.name << "' is leased to pid " << holder->pid << " on "
-                  << holder->host << ", whose last heartbeat reads " << format_duration(clock_.unix_time() - beat)
-                  << " old here: taking it over if it stands still for " << static_cast<int>(kFrozenS) << " s\n";
+        std::cerr << ", whose last heartbeat reads " << age << " old here: taking it over if it stands still for "
+                  << static_cast<int>(kFrozenS) << " s\n";
       }
       const double since = clock_.now();
       while (holder && holder->heartbeat_at == beat && !interrupt_requested()) {

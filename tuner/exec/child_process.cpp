@@ -57,7 +57,7 @@ ChildProcess::ChildProcess(const std::vector<std::string>& argv, const std::stri
     for (int fd : {out[0], out[1], err[0], err[1], failed[0], failed[1], control[0], control[1]})
       if (fd >= 0) ::close(fd);
     const std::string message = std::string("cannot create pipes for the trial's program: ") + std::strerror(error);
-    if (error == EMFILE || error == ENFILE) throw OutOfDescriptorsError(message);
+    if (is_out_of_descriptors(error)) throw OutOfDescriptorsError(message);
     throw Error(message);
   }
   TrialCgroup cgroup = make_trial_cgroup();
@@ -94,7 +94,7 @@ ChildProcess::ChildProcess(const std::vector<std::string>& argv, const std::stri
     if (code < 0) throw Error("cannot enter " + cwd + " to run the trial's program: " + std::strerror(-code));
     const std::string message = "cannot run '" + argv[0] + "' (in " + cwd + "): " + std::strerror(code);
     // The program's process starts with this one's descriptors, so a full table fails its exec.
-    if (code == EMFILE || code == ENFILE) throw OutOfDescriptorsError(message);
+    if (is_out_of_descriptors(code)) throw OutOfDescriptorsError(message);
     throw Error(message);
   }
   // The supervisor says which process the program is right after starting it.

@@ -51,7 +51,7 @@ constexpr double kQuietBeforeSettle = 0.2;  // s without a result before an answ
 // A free TCP port on `address`, bound and released (as torchrun picks one).
 int free_port(const std::string& address) {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0 && (errno == EMFILE || errno == ENFILE))
+  if (fd < 0 && is_out_of_descriptors(errno))
     throw OutOfDescriptorsError("cannot find a free TCP port on " + address + ": " + std::strerror(errno));
   sockaddr_in a{};
   a.sin_family = AF_INET;
