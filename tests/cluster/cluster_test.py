@@ -506,7 +506,7 @@ mode: min
 num_samples: {samples}
 resources: {{workers: {workers}, placement: {placement}}}
 failure: {{max_failures: 1, host_timeout_s: {host_timeout}, max_host_failures: {max_host_failures},
-          host_check_interval_s: {check_interval}}}
+          host_check_interval_s: {check_interval}, start_timeout_s: {start_timeout}}}
 param_space:
   x: {{uniform: [0.1, 3.0]}}
   iterations: {iterations}
@@ -516,10 +516,11 @@ param_space:
 
 
 def fault_sweep(work, name, samples=4, workers=2, placement="spread", iterations=30, sleep=0.2, host_timeout=4,
-                max_host_failures=2, check_interval=30):
+                max_host_failures=2, check_interval=30, start_timeout=60):
     return work.file(name + ".yaml", FAULT_SWEEP.format(
         name=name, samples=samples, workers=workers, placement=placement, iterations=iterations, sleep=sleep,
-        host_timeout=host_timeout, max_host_failures=max_host_failures, check_interval=check_interval))
+        host_timeout=host_timeout, max_host_failures=max_host_failures, check_interval=check_interval,
+        start_timeout=start_timeout))
 
 
 def check_finished_whole(storage, experiment, samples, iterations):
@@ -813,6 +814,51 @@ def case_rejoin():
     r = run([TUNE, "hosts", "grow", "--storage", storage, "add", HOST3], ok=False)
     check(r.returncode == 2 and "not running" in r.stderr, f"adding to a finished sweep: {r.returncode} {r.stderr}")
     print(f"ok: {HOST2} joined ({len(on2)} attempts there), {HOST1} drained; tune hosts:\n{table}")
+
+
+def case_launch_hangs():
+    """A host whose launches hang (ssh stuck on a dead NFS home, srun on a wedged node): each group sent
+    there is killed after failure.start_timeout_s, the host is taken out, the sweep ends on the others."""
+    wait_until_clean()
+    work = Workdir("hang")
+    storage = work.join("store")
+    marker = work.join("hang-" + HOST2)
+    # OpenMPI's remote launcher, as ssh behaves towards a host whose login hangs: for HOST2, once the
+    # marker exists, it never returns (a sleep with a duration no other process here uses).
+    agent = work.file("agent.sh", f"""#!/bin/sh
+if [ "$1" = "{HOST2}" ] && [ -e "{marker}" ]; then exec sleep 317; fi
+exec {SOURCE}/scripts/local-cluster-agent.sh "$@"
+""")
+    os.chmod(agent, 0o755)
+    sweep = fault_sweep(work, "hang", samples=6, workers=1, placement="pack", iterations=20, sleep=0.1,
+                        check_interval=2, start_timeout=4)
+    proc = subprocess.Popen([TUNE, "run", sweep, "--storage", storage, "--progress-interval", "100",
+                             "--hostfile", hostfile(work, (HOST1, 1), (HOST2, 1))],
+                            env=dict(ENV, OMPI_MCA_plm_rsh_agent=agent),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    wait_for_results(storage, 3, 90)
+    open(marker, "w").close()
+    hung_since = time.time()
+    kill_host(HOST2)  # its group ends: the next one there is a new launch, which hangs
+    code, out = finish(proc, 180)
+    check(code == 0, f"the sweep failed ({code}):\n{out[-3000:]}")
+    check_finished_whole(storage, "hang", 6, 20)
+    retries = [d for _, _, _, d in events(storage, "trial_retry")]
+    hung = [d for d in retries if "failure.start_timeout_s" in d["message"]]
+    check(hung and all(d["host_lost"] and d["hosts"] == [HOST2] for d in hung),
+          f"a launch on {HOST2} should be given up as that host's loss: {retries}")
+    excluded = events(storage, "hosts_excluded")
+    check(excluded and excluded[-1][3]["hosts"] == [HOST2], f"{HOST2} should be taken out: {excluded}")
+    with sqlite3.connect(os.path.join(storage, "tune.db")) as db:
+        rows = db.execute("SELECT time, kind, detail_json FROM events ORDER BY id").fetchall()
+    started = [t for t, k, d in rows if k == "trial_started" and json.loads(d)["hosts"] == [HOST2] and t > hung_since]
+    given_up = [t for t, k, d in rows if k == "trial_retry" and "failure.start_timeout_s" in json.loads(d)["message"]]
+    waited = given_up[0] - started[0] if started and given_up else -1
+    check(3.5 <= waited <= 15, f"the hung launch should be given up ~4 s after it began, not {waited:.1f} s")
+    left = subprocess.run(["pgrep", "-fx", "sleep 317"], capture_output=True, text=True).stdout.split()
+    check(not left, f"the hung launches' processes were left running: {left}")
+    print(f"ok: {len(hung)} hung launch(es) on {HOST2} given up after {waited:.1f} s, the host taken out, "
+          "every trial finished on the other")
 
 
 def case_no_host_left():

@@ -133,7 +133,7 @@ TEST(SweepFields, AValueOutsideItsRangeIsAnErrorAtItsLine) {
 
 TEST(SweepFields, EachSectionsValidKeysAreTheTables) {
   EXPECT_EQ(sweep_field_keys("failure"), (std::vector<std::string>{"max_failures", "result_timeout_s", "max_host_failures",
-                                                                    "host_timeout_s", "host_check_interval_s"}));
+                                                                    "host_timeout_s", "start_timeout_s", "host_check_interval_s"}));
   try {
     read_sweep(kSweep + "failure:\n  max_host_failure: 3\n", "sweep.yaml");
     ADD_FAILURE() << "accepted";

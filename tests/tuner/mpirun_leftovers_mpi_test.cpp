@@ -16,6 +16,7 @@
 #include <fstream>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "test_util.h"
@@ -165,6 +166,68 @@ TEST_F(MpirunLeftovers, AFolderWhoseContactFileNamesAnotherProcessIsLeftAlone) {
   // The test's own clean-up: the right contact file again, then removed.
   std::ofstream(contact, std::ios::trunc) << uri << "\n" << pid << "\n";
   EXPECT_EQ(remove_killed_mpirun_leftovers(pid), 3);
+}
+
+
+// Is `pid` gone (or a zombie nobody reaped yet)?
+bool ended(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return true;
+  const size_t close = line.rfind(')');
+  return close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'Z';
+}
+
+// OpenMPI starts each remote host's daemon through ssh (here a launcher that
+// hangs, as ssh does towards a host whose login is stuck) in a process group
+// of its own: a SIGKILL of mpirun's group leaves it running for ever.
+TEST(KillMpirun, AHungRemoteLaunchIsKilledWithItsMpirun) {
+  TempDir dir;
+  const std::string agent = dir.file("agent.sh");
+  std::ofstream(agent) << "#!/bin/sh\necho $$ > " << dir.file("agent.pid") << "\nexec sleep 300\n";
+  fs::permissions(agent, fs::perms::owner_all);
+  auto launch_hung = [&] {
+    fs::remove(dir.file("agent.pid"));
+    MpiLaunch launch;
+    launch.ranks = 1;
+    launch.program = {"true"};
+    launch.hosts = {{"hung-host", 1}};
+    launch.env = {{"OMPI_MCA_plm_rsh_agent", agent}};
+    launch.log_path = dir.file("mpirun.log");
+    const pid_t pid = spawn_mpirun(launch);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (!fs::exists(dir.file("agent.pid")) && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the file written whole
+    std::ifstream file(dir.file("agent.pid"));
+    pid_t launcher = -1;
+    file >> launcher;
+    return std::make_pair(pid, launcher);
+  };
+  auto wait_ended = [](pid_t pid) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (!ended(pid) && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    return ended(pid);
+  };
+
+  // What a kill of mpirun's own group leaves (the reason for kill_mpirun).
+  auto [pid, launcher] = launch_hung();
+  ASSERT_GT(launcher, 0) << "mpirun ran the launcher";
+  EXPECT_NE(::getpgid(launcher), pid) << "OpenMPI puts the launch in a group of its own";
+  ::kill(-pid, SIGKILL);
+  ASSERT_EQ(::waitpid(pid, nullptr, 0), pid);
+  remove_killed_mpirun_leftovers(pid);
+  EXPECT_FALSE(wait_ended(launcher)) << "a kill of mpirun's group alone reaches the launch";
+  ::kill(launcher, SIGKILL);
+
+  std::tie(pid, launcher) = launch_hung();
+  ASSERT_GT(launcher, 0);
+  kill_mpirun(pid);
+  ASSERT_EQ(::waitpid(pid, nullptr, 0), pid);
+  remove_killed_mpirun_leftovers(pid);
+  EXPECT_TRUE(wait_ended(launcher)) << "the hung launch outlived its mpirun";
+  if (!ended(launcher)) ::kill(launcher, SIGKILL);
 }
 
 }  // namespace

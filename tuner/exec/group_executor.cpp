@@ -23,6 +23,7 @@
 
 #include "base/error.h"
 #include "base/names.h"
+#include "base/options.h"
 #include "storage/store.h"
 #include "tuner/exec/checkpoint_transfer.h"
 #include "tuner/exec/clock.h"
@@ -95,6 +96,9 @@ struct GroupExecutor::Group {
   // closing (its processes died).
   std::optional<std::pair<std::string, bool>> first_break;
   double kill_at = 0;  // abandoned: SIGKILL and close at this time (steady clock)
+  // Across hosts: killed if it has not connected by then (steady clock; 0: never).
+  double start_deadline = 0;
+  bool start_timed_out = false;
 };
 
 struct GroupExecutor::State {
@@ -139,7 +143,7 @@ struct GroupExecutor::State {
   void abandon(Group& group, bool now) {
     if (group.pid <= 0) return;
     if (now) {
-      ::kill(-group.pid, SIGKILL);
+      kill_mpirun(group.pid);
       if (group.connection) ::shutdown(group.connection->fd(), SHUT_RDWR);
     }
     if (group.kill_at == 0) group.kill_at = steady_seconds() + 2.0;
@@ -239,6 +243,8 @@ struct GroupExecutor::State {
     launch.liveness_s = options.listen_address.empty() ? 0 : options.host_timeout_s;
     std::filesystem::create_directories(options.log_dir);
     group.pid = spawn_mpirun(launch);
+    if (!options.listen_address.empty() && options.start_timeout_s > 0)
+      group.start_deadline = steady_seconds() + options.start_timeout_s;
   }
 
   // The watches: a broken one abandons its group.
@@ -375,6 +381,7 @@ struct GroupExecutor::State {
     const int status = reap(pid, std::chrono::milliseconds(static_cast<int>(options.stop_grace_s * 1000)));
     std::lock_guard<std::mutex> lock(mutex);
     if (Group* group = find(id)) {
+      group->pid = -1;  // reaped: its id may be another process's now
       fail(*group, "worker group exited with status " + std::to_string(status));
       group->phase = Group::Phase::kDead;
       close_watches(*group);
@@ -404,7 +411,7 @@ struct GroupExecutor::State {
     }
     Group* group = message && std::holds_alternative<HelloMessage>(*message)
                        ? find(std::get<HelloMessage>(*message).group) : nullptr;
-    if (!group || group->phase != Group::Phase::kStarting || stopping) {
+    if (!group || group->phase != Group::Phase::kStarting || group->start_timed_out || stopping) {
       ::close(peer.fd);
       return;
     }
@@ -493,7 +500,11 @@ void GroupExecutor::cancel(const AttemptId& attempt, const std::string& reason) 
       // notices the exit.
       group->cancelled = true;
       group->hung = reason == kCancelHung;
-      ::kill(-group->pid, group->connection ? SIGTERM : SIGKILL);
+      if (group->connection) {
+        ::kill(-group->pid, SIGTERM);
+      } else {
+        kill_mpirun(group->pid);
+      }
       if (group->kill_at == 0) group->kill_at = steady_seconds() + state_->options.stop_grace_s;
     }
   }
@@ -513,20 +524,32 @@ void GroupExecutor::poll() {
   std::vector<std::unique_ptr<Group>> dead;
   {
     std::lock_guard<std::mutex> lock(state_->mutex);
+    const double now = steady_seconds();
     for (auto& group : state_->groups) {
       if (group->phase != Group::Phase::kStarting || group->pid <= 0) continue;
+      // A launch that hangs (ssh or srun stuck on a host, a daemon that cannot
+      // reach back) would hold its slots for ever: killed, and failed below
+      // once mpirun is reaped, as a loss of its hosts.
+      if (group->start_deadline > 0 && now > group->start_deadline && !group->start_timed_out) {
+        group->start_timed_out = true;
+        kill_mpirun(group->pid);
+      }
       int status = 0;
       if (::waitpid(group->pid, &status, WNOHANG) != group->pid) continue;
       const int code = reaped_mpirun(group->pid, status);
-      state_->fail(*group, "worker group exited with status " + std::to_string(code) + " before it connected");
+      group->pid = -1;
+      state_->fail(*group, group->start_timed_out
+                               ? "the worker group did not connect within failure.start_timeout_s (" +
+                                     short_number(state_->options.start_timeout_s) +
+                                     " s) of its start: a host's launch hangs (ssh, srun) or cannot reach this machine"
+                               : "worker group exited with status " + std::to_string(code) + " before it connected");
       group->phase = Group::Phase::kDead;
     }
     // Abandoned or cancelled groups past their grace: killed, their
     // connection closed so that the reader ends even if no host answers.
-    const double now = steady_seconds();
     for (auto& group : state_->groups) {
       if (group->kill_at == 0 || now < group->kill_at || group->pid <= 0) continue;
-      ::kill(-group->pid, SIGKILL);
+      kill_mpirun(group->pid);
       if (group->connection) ::shutdown(group->connection->fd(), SHUT_RDWR);
       state_->close_watches(*group);
       group->kill_at = now + 3600;  // once
@@ -575,10 +598,10 @@ void GroupExecutor::shutdown() {
     for (auto& group : state_->groups) {
       if (group->phase == Group::Phase::kIdle) {
         group->connection->send(ShutdownMessage{});  // the reader reaps it
-      } else if (group->connection) {
+      } else if (group->connection && group->pid > 0) {
         ::kill(-group->pid, SIGTERM);  // busy: the attempt is abandoned (resume restarts it)
       } else if (group->pid > 0 && group->phase == Group::Phase::kStarting) {
-        ::kill(-group->pid, SIGKILL);  // never connected: no reader
+        kill_mpirun(group->pid);  // never connected: no reader
         reap(group->pid, std::chrono::milliseconds(2000));
       }
       group->attempt.reset();  // no events after shutdown
@@ -617,6 +640,7 @@ ExecutorKind group_executor_kind() {
     options.key_file = c.key_file;
     options.host_timeout_s = c.spec.failure.host_timeout_s;
     options.check_timeout_s = std::max(10.0, 3 * c.spec.failure.host_timeout_s);
+    options.start_timeout_s = c.spec.failure.start_timeout_s;
     return std::make_unique<GroupExecutor>(c.events, options);
   };
   return kind;

@@ -49,6 +49,9 @@ struct GroupExecutorOptions {
   double host_timeout_s = 10;
   // A host check that has not reported after this long failed.
   double check_timeout_s = 30;
+  // Several hosts: a group not connected this long after its mpirun started
+  // is killed and its attempt lost (failure.start_timeout_s). 0: no limit.
+  double start_timeout_s = 60;
   // Hosts share no filesystem: checkpoints travel over the connection and
   // land under experiment_dir/trial_NNNNN/.
   bool stream_checkpoints = false;

@@ -104,7 +104,7 @@ void HostChecks::poll() {
       continue;
     }
     if (now > probe.deadline) {
-      ::kill(-probe.pid, SIGKILL);
+      kill_mpirun(probe.pid);
       if (!probe.answered) {
         answer(it->first, false,
                "host " + probe.request.host + " did not answer a check within " +
@@ -127,7 +127,7 @@ std::vector<HostCheckResult> HostChecks::take() {
 void HostChecks::kill_all() {
   for (auto& [id, probe] : probes_) {
     if (probe.pid <= 0) continue;
-    ::kill(-probe.pid, SIGKILL);
+    kill_mpirun(probe.pid);
     reap(probe.pid, std::chrono::milliseconds(2000));
   }
   probes_.clear();

@@ -147,6 +147,33 @@ pid_t spawn_mpirun(const MpiLaunch& launch) {
   return pid;
 }
 
+void kill_mpirun(pid_t pid) {
+  if (pid <= 0) return;
+  ::kill(pid, SIGSTOP);  // no new children while they are listed
+  std::vector<pid_t> children;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it("/proc", ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream file(it->path() / "stat");
+    std::string stat;
+    std::getline(file, stat);
+    const size_t close = stat.rfind(')');  // the command may hold spaces and parentheses
+    if (close == std::string::npos) continue;
+    std::istringstream fields(stat.substr(close + 1));
+    std::string state;
+    long parent = 0;
+    if (fields >> state >> parent && parent == pid) children.push_back(static_cast<pid_t>(std::stol(name)));
+  }
+  const pid_t own = ::getpgrp();
+  for (pid_t child : children) {
+    const pid_t group = ::getpgid(child);
+    if (group > 1 && group != pid && group != own) ::kill(-group, SIGKILL);
+    ::kill(child, SIGKILL);
+  }
+  ::kill(-pid, SIGKILL);
+}
+
 int reap(pid_t pid, std::chrono::milliseconds grace) {
   auto deadline = std::chrono::steady_clock::now() + grace;
   int status = 0;
@@ -156,7 +183,7 @@ int reap(pid_t pid, std::chrono::milliseconds grace) {
     if (done == pid) break;
     if (done < 0) return -1;
     if (std::chrono::steady_clock::now() > deadline) {
-      ::kill(-pid, SIGKILL);
+      kill_mpirun(pid);
       ::waitpid(pid, &status, 0);
       break;
     }

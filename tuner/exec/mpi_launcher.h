@@ -56,6 +56,13 @@ std::vector<std::string> mpirun_command(const MpiLaunch& launch);
 // kill(-pid, ...)). Throws tune::Error when mpirun cannot be started.
 pid_t spawn_mpirun(const MpiLaunch& launch);
 
+// SIGKILL to an mpirun of spawn_mpirun's and everything it started. Its
+// remote launches (ssh, srun, OMPI_MCA_plm_rsh_agent) run in process groups
+// of their own, which a SIGKILL of mpirun's group leaves behind: an ssh to a
+// host whose login hangs would stay for ever. mpirun is stopped, its
+// children's groups are killed, then its own group. Not reaped.
+void kill_mpirun(pid_t pid);
+
 // Waits for `pid`; after `grace` sends SIGKILL to its process group and
 // waits. Returns its exit status (128 + signal number when killed), -1 if it
 // was not our child. Removes what a killed mpirun left (below).

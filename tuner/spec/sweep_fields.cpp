@@ -41,6 +41,7 @@ const std::vector<SweepField>& sweep_fields() {
     {"failure", "result_timeout_s", [](SweepSpec& s) -> SweepField::Member { return &s.failure.result_timeout_s; }, 0, 0, true, "", {}},
     {"failure", "max_host_failures", [](SweepSpec& s) -> SweepField::Member { return &s.failure.max_host_failures; }, 1, kMaxInt, false, "a positive integer", {}},
     {"failure", "host_timeout_s", [](SweepSpec& s) -> SweepField::Member { return &s.failure.host_timeout_s; }, 2, 3600, false, "", {}},
+    {"failure", "start_timeout_s", [](SweepSpec& s) -> SweepField::Member { return &s.failure.start_timeout_s; }, 2, 86400, false, "", {}},
     {"failure", "host_check_interval_s", [](SweepSpec& s) -> SweepField::Member { return &s.failure.host_check_interval_s; }, 1, 86400, false, "", {}},
   };
   // clang-format on

@@ -118,6 +118,8 @@ void check_fields(const SweepSpec& spec) {
           "failure.result_timeout_s", "failure.result_timeout_s must be a positive number");
   require(spec.failure.host_timeout_s >= 2 && spec.failure.host_timeout_s <= 3600, "failure.host_timeout_s",
           "failure.host_timeout_s must be between 2 and 3600 seconds");
+  require(spec.failure.start_timeout_s >= 2 && spec.failure.start_timeout_s <= 86400, "failure.start_timeout_s",
+          "failure.start_timeout_s must be between 2 and 86400 seconds");
   require(spec.failure.host_check_interval_s >= 1 && spec.failure.host_check_interval_s <= 86400,
           "failure.host_check_interval_s", "failure.host_check_interval_s must be between 1 and 86400 seconds");
   require(spec.failure.max_host_failures >= 1, "failure.max_host_failures",

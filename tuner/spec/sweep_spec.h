@@ -110,6 +110,11 @@ struct FailureOptions {
   // life for this long is unreachable; its groups are abandoned and their
   // attempts lost. Default: 10.
   double host_timeout_s = 10;
+  // Several hosts: a worker group that has not connected to the driver this
+  // long after its launch (ssh or srun hanging on a host, a daemon that
+  // cannot reach back) is killed; its attempt is lost, blamed on its host
+  // (several: each is checked). Default: 60.
+  double start_timeout_s = 60;
   // A host taken out is checked again after this long, then twice as long
   // after each failed check (at most 5 min, or this if longer); it takes
   // trials again once a check passes. Default: 30.
