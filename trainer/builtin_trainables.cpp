@@ -2,8 +2,10 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
@@ -138,7 +140,14 @@ void synthetic_trainable(Session& session) {
     const double loss = x * x / static_cast<double>(i);
     if (checkpoint) {
       std::string dir = session.make_checkpoint_dir();
-      if (session.rank() == 0) std::ofstream(dir + "/state.txt") << std::setprecision(17) << state;
+      if (session.rank() == 0) {
+        // A checkpoint that was not written whole (a full disk) is an error,
+        // never a stored checkpoint a restore would read as 0.
+        std::ofstream out(dir + "/state.txt");
+        out << std::setprecision(17) << state;
+        out.close();
+        if (!out) throw Error("cannot write " + dir + "/state.txt: " + std::strerror(errno));
+      }
       session.report({{"loss", loss}, {"state", state}}, dir);
     } else {
       session.report({{"loss", loss}, {"state", state}});

@@ -861,6 +861,51 @@ exec {SOURCE}/scripts/local-cluster-agent.sh "$@"
           "every trial finished on the other")
 
 
+def case_scratch_full():
+    """A host's disk fills up (another job's files): a trial there that cannot write its checkpoint is that
+    host's loss, retried elsewhere from the driver's copy; the host is taken out and its check says why."""
+    wait_until_clean()
+    work = Workdir("full")
+    storage = work.join("store")
+    sweep = fault_sweep(work, "full", samples=6, workers=1, placement="pack", iterations=30, sleep=0.1,
+                        check_interval=2)
+    on_host2 = [CLUSTER, "exec", NAMESPACE[HOST2], "sh", "-c"]
+    proc = start([TUNE, "run", sweep, "--storage", storage, "--progress-interval", "100",
+                  "--hostfile", hostfile(work, (HOST1, 1), (HOST2, 1))])
+    try:
+        wait_for_results(storage, 3, 90)
+        # HOST2's /tmp (its own tmpfs, where ranks keep checkpoints) made small, then filled.
+        subprocess.run(on_host2 + ["mount -o remount,size=64m /tmp && dd if=/dev/zero of=/tmp/fill bs=1M 2>/dev/null;"
+                                   " test $(df --output=avail /tmp | tail -1) -eq 0"], check=True)
+        code, out = finish(proc, 180)
+    finally:
+        subprocess.run(on_host2 + ["rm -f /tmp/fill; mount -o remount,size=2g /tmp"], check=True)
+    check(code == 0, f"the sweep failed ({code}):\n{out[-3000:]}")
+    check_finished_whole(storage, "full", 6, 30)
+    with sqlite3.connect(os.path.join(storage, "tune.db")) as db:
+        latest = db.execute("SELECT t.trial_index, c.iteration, c.path, t.config_json FROM checkpoints c "
+                            "JOIN trials t ON t.id = c.trial_id WHERE c.deleted = 0 AND c.iteration = "
+                            "(SELECT max(iteration) FROM checkpoints WHERE trial_id = c.trial_id AND deleted = 0)").fetchall()
+    check(len(latest) == 6, f"every trial's latest checkpoint should be in the store: {latest}")
+    for index, iteration, path, config in latest:  # written whole: state = iteration * x
+        path = path if os.path.isabs(path) else os.path.join(os.path.dirname(storage), path)
+        text = open(os.path.join(path, "state.txt")).read() if os.path.exists(os.path.join(path, "state.txt")) else ""
+        x = json.loads(config)["x"]
+        check(text and abs(float(text) - iteration * x) < 1e-6 * iteration * x,
+              f"trial {index}'s checkpoint at iteration {iteration} is not whole: {text!r}")
+    retries = [d for _, _, _, d in events(storage, "trial_retry")]
+    full = [d for d in retries if "scratch folder" in d["message"]]
+    check(full and all(d["host_lost"] and d["hosts"] == [HOST2] for d in full),
+          f"a trial that could not write its checkpoint on {HOST2} should be that host's loss: {retries}")
+    excluded = events(storage, "hosts_excluded")
+    check(excluded and excluded[-1][3]["hosts"] == [HOST2], f"{HOST2} should be taken out: {excluded}")
+    checks = [d["problem"] for _, _, _, d in events(storage, "host_check_failed")]
+    check(any(HOST2 in p and "too little for trials' checkpoints" in p for p in checks),
+          f"{HOST2}'s check should say its scratch is full: {checks}")
+    print(f"ok: {len(full)} attempt(s) lost to {HOST2}'s full disk and retried, the host taken out "
+          f"({checks[0] if checks else ''}), every checkpoint whole")
+
+
 def case_no_host_left():
     """Every host unreachable: checked again, then the sweep stops with exit 75; resume finishes it."""
     wait_until_clean()

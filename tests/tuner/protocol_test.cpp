@@ -52,7 +52,11 @@ TEST(Protocol, EveryMessageRoundTrips) {
   ASSERT_TRUE(hello && std::holds_alternative<HelloMessage>(*hello));
   EXPECT_EQ(std::get<HelloMessage>(*hello).world_size, 2);
   EXPECT_TRUE(std::get<DoneMessage>(*decode_up(encode(UpMessage{DoneMessage{true}}))).stopped);
-  EXPECT_EQ(std::get<ErrorMessage>(*decode_up(encode(UpMessage{ErrorMessage{"boom"}}))).message, "boom");
+  EXPECT_EQ(std::get<ErrorMessage>(*decode_up(encode(UpMessage{ErrorMessage{"boom", ""}}))).message, "boom");
+  EXPECT_TRUE(std::get<ErrorMessage>(*decode_up(encode(UpMessage{ErrorMessage{"boom", ""}}))).host_fault.empty());
+  const auto full = std::get<ErrorMessage>(*decode_up(encode(UpMessage{ErrorMessage{"boom", "its scratch is full"}})));
+  EXPECT_EQ(full.host_fault, "its scratch is full");
+  EXPECT_FALSE(decode_up(Json{{"type", "error"}, {"message", "boom"}, {"host_fault", 3}}));
 }
 
 TEST(Protocol, MalformedMessagesDecodeToNothing) {

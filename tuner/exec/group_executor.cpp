@@ -319,6 +319,7 @@ struct GroupExecutor::State {
       }
       auto message = decode_up(*frame);
       if (!message) break;  // not our protocol: treat the group as gone
+      std::string host_fault;
       std::optional<AttemptId> attempt;
       {
         std::lock_guard<std::mutex> lock(mutex);
@@ -349,6 +350,7 @@ struct GroupExecutor::State {
       } else if (auto* error = std::get_if<ErrorMessage>(&*message)) {
         event.kind = TrialEvent::Kind::kFailed;
         event.message = error->message;  // a fatal error ends the group: its exit follows
+        host_fault = error->host_fault;
       } else {
         continue;
       }
@@ -359,6 +361,12 @@ struct GroupExecutor::State {
         continue;
       }
       event.attempt = *attempt;
+      if (const std::string host = host_of_rank(group->placement, 0); !host_fault.empty() && !host.empty()) {
+        // Rank 0's host had no room left: the attempt is lost there, not failed.
+        event.lost = true;
+        event.lost_hosts = {host};
+        event.message = "host " + host + ": " + host_fault + "; the trainable failed: " + event.message;
+      }
       if (event.kind != TrialEvent::Kind::kResult) {
         group->attempt.reset();
         group->phase = Group::Phase::kIdle;

@@ -1,6 +1,7 @@
 #include "tuner/exec/host_check.h"
 
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -67,8 +68,11 @@ std::vector<std::string> problems_here() {
   std::error_code ec;
   const std::string scratch = scratch_root();
   fs::create_directories(scratch, ec);
-  if (ec || ::access(scratch.c_str(), W_OK) != 0)
+  if (ec || ::access(scratch.c_str(), W_OK) != 0) {
     problems.push_back("it cannot write its scratch folder " + scratch + " (set TUNE_SCRATCH there)");
+  } else if (const std::string short_of = scratch_short_of_space(kScratchCheckBytes); !short_of.empty()) {
+    problems.push_back(short_of + ", too little for trials' checkpoints (free some, or set TUNE_SCRATCH elsewhere)");
+  }
   return problems;
 }
 
@@ -89,6 +93,20 @@ std::vector<std::string> clean(const std::string& experiment) {
 std::string scratch_root() {
   const char* base = std::getenv("TUNE_SCRATCH");
   return base && *base ? std::string(base) : (fs::temp_directory_path() / "tune-scratch").string();
+}
+
+std::string scratch_short_of_space(uint64_t min_bytes) {
+  const std::string scratch = scratch_root();
+  struct statvfs fs_info {};
+  std::error_code ec;
+  fs::path where = scratch;
+  while (!where.empty() && !fs::exists(where, ec)) where = where.parent_path();  // the folder may be gone
+  if (where.empty() || ::statvfs(where.c_str(), &fs_info) != 0) return "";
+  const uint64_t free_bytes = static_cast<uint64_t>(fs_info.f_bavail) * fs_info.f_frsize;
+  if (free_bytes >= min_bytes) return "";
+  const std::string amount = free_bytes >= (1u << 20) ? std::to_string(free_bytes >> 20) + " MB"
+                                                      : std::to_string(free_bytes >> 10) + " KB";
+  return "its scratch folder " + scratch + " has " + amount + " free";
 }
 
 bool started_as_host_check() { return std::getenv(kHostCheckEnv) && std::getenv(kEndpointEnv); }

@@ -14,6 +14,7 @@
 //   ... for (HostCheckResult r : executor.take_host_checks()) if (!r.ok) refuse(r.problem);
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -40,6 +41,14 @@ struct HostCheckResult {
 // Where worker ranks keep a trial's files on their host when checkpoints are
 // streamed: $TUNE_SCRATCH, else <temp>/tune-scratch.
 std::string scratch_root();
+
+// What is wrong with the scratch folder's filesystem when it has under
+// `min_bytes` left for this user ("its scratch folder /tmp/tune-scratch has
+// 12 KB free"), else "". A host whose scratch is full fails the trials placed
+// there for want of room to write a checkpoint: that is the host's failure.
+std::string scratch_short_of_space(uint64_t min_bytes);
+inline constexpr uint64_t kScratchFullBytes = 1 << 20;        // a trial's failure is the host's below this
+inline constexpr uint64_t kScratchCheckBytes = 64ull << 20;   // a host check asks at least this
 
 bool started_as_host_check();
 // The check itself, in the process mpirun started on the host. Never returns.

@@ -76,7 +76,11 @@ Json encode(const UpMessage& message) {
             return {{"type", "result"}, {"metrics", m.metrics}, {"checkpoint", m.checkpoint}, {"files", m.files}};
           },
           [](const DoneMessage& m) -> Json { return {{"type", "done"}, {"stopped", m.stopped}}; },
-          [](const ErrorMessage& m) -> Json { return {{"type", "error"}, {"message", m.message}}; },
+          [](const ErrorMessage& m) -> Json {
+            Json out = {{"type", "error"}, {"message", m.message}};
+            if (!m.host_fault.empty()) out["host_fault"] = m.host_fault;
+            return out;
+          },
           [](const WatchMessage& m) -> Json { return {{"type", "watch"}, {"group", m.group}, {"rank", m.rank}}; },
           [](const CheckMessage& m) -> Json {
             return {{"type", "check"}, {"probe", m.probe}, {"host", m.host}, {"problems", m.problems}};
@@ -121,7 +125,9 @@ std::optional<UpMessage> decode_up(const Json& frame) {
   if (*type == "error") {
     auto message = string_field(frame, "message");
     if (!message) return std::nullopt;
-    return ErrorMessage{*message};
+    auto fault = frame.find("host_fault");
+    if (fault != frame.end() && !fault->is_string()) return std::nullopt;
+    return ErrorMessage{*message, fault == frame.end() ? "" : fault->get<std::string>()};
   }
   if (*type == "watch") {
     auto group = int_field(frame, "group"), rank = int_field(frame, "rank");

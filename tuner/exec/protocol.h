@@ -59,6 +59,9 @@ struct DoneMessage {
 };
 struct ErrorMessage {
   std::string message;
+  // The rank's host is at fault, not the trainable (its scratch folder is
+  // full): why, or "".
+  std::string host_fault;
 };
 struct RunMessage {
   TrialStart trial;

@@ -367,6 +367,23 @@ class HostWatch {
   std::thread thread_;
 };
 
+namespace {
+
+// A trainable that failed while this host's scratch folder had no room left
+// failed for the host's want of space (a checkpoint it could not write), not
+// its own: the driver retries it elsewhere. Checked before the trial's files
+// there are removed.
+std::string host_fault(const TrialStart& start) {
+  if (!start.stream_checkpoints) return "";  // a shared filesystem is no one host's
+  std::string short_of = scratch_short_of_space(kScratchFullBytes);
+  if (short_of.empty()) return "";
+  char host[256] = {0};
+  ::gethostname(host, sizeof host - 1);
+  return short_of + " (on " + host + ")";
+}
+
+}  // namespace
+
 void run_worker() {
   int provided = 0, argc = 0;
   char** argv = nullptr;
@@ -413,7 +430,7 @@ void run_worker() {
     if (start.trainable == "command") register_command_trainable();
     const RegisteredTrainable* trainable = find_trainable(start.trainable);
     if (!trainable) {
-      outcome = ErrorMessage{"unknown trainable '" + start.trainable + "' in worker"};
+      outcome = ErrorMessage{"unknown trainable '" + start.trainable + "' in worker", ""};
     } else {
       WorkerSession session(start, fd, ranks);
       watch.set_in_trial(true);
@@ -422,10 +439,10 @@ void run_worker() {
       } catch (const TrialStopped&) {
         outcome = DoneMessage{true};
       } catch (const std::exception& e) {
-        outcome = ErrorMessage{e.what()};
+        outcome = ErrorMessage{e.what(), host_fault(start)};
         fatal = ranks.size > 1;
       } catch (...) {
-        outcome = ErrorMessage{"unknown exception"};
+        outcome = ErrorMessage{"unknown exception", host_fault(start)};
         fatal = ranks.size > 1;
       }
       // The answer to a result that ran ahead comes before the next command.
