@@ -147,6 +147,64 @@ param_space:
   }
 }
 
+// A program that prints without end (a debug print in its inner loop, a
+// progress bar) must not fill the disk the logs are on: each log moves to
+// .1 past trainable.log_max_mb and starts over, and results still arrive.
+TEST(CommandTrainable, AProgramThatPrintsWithoutEndKeepsItsLogsWithinTheirLimit) {
+  TempDir dir;
+  dir.write("chatty.py", R"(import json, os, sys
+line = "x" * 999
+for it in range(1, 6):
+    for _ in range(2000):  # 2 MB to each of stdout and stderr an iteration
+        print(line)
+        print(line, file=sys.stderr)
+    print("@tune " + json.dumps({"loss": 1.0 / it, "mark": "iteration %d" % it}), flush=True)
+print("the last line", flush=True)
+)");
+  const std::string file = dir.write("chatty.yaml", R"(name: chatty
+trainable:
+  command: [/usr/bin/python3, chatty.py]
+  cwd: .
+  log_max_mb: 1
+metric: loss
+mode: min
+num_samples: 1
+param_space: {x: 1}
+)");
+  const std::string storage = dir.file("store");
+  auto run = run_tune("run " + file + " --storage " + storage + " --quiet");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  auto trials = json_of(run_tune("trials chatty --storage " + storage + " --json").out);
+  ASSERT_EQ(trials.size(), 1u);
+  EXPECT_EQ(trials[0]["status"], "TERMINATED");
+  EXPECT_EQ(trials[0]["iteration"], 5) << "every result read through 20 MB of output";
+  const std::string trial_dir = dir.file("store/chatty/") + trials[0]["trial_name"].get<std::string>();
+  uintmax_t total = 0;
+  for (const char* name : {"stdout.log", "stdout.log.1", "stderr.log", "stderr.log.1"}) {
+    ASSERT_TRUE(fs::exists(trial_dir + "/" + name)) << name;
+    EXPECT_LE(fs::file_size(trial_dir + "/" + name), 1u << 20) << name;
+    total += fs::file_size(trial_dir + "/" + name);
+  }
+  EXPECT_GT(total, 2u << 20) << "the newest output is kept";
+  EXPECT_LE(total, 4u << 20) << "of 20 MB written";
+  std::ifstream log(trial_dir + "/stdout.log");
+  std::string line, last;
+  while (std::getline(log, line)) last = line;
+  EXPECT_EQ(last, "the last line") << "the newest output is whole";
+
+  // A bad limit is a config error at its line.
+  const std::string bad = dir.write("bad.yaml", R"(name: bad
+trainable:
+  command: [/usr/bin/python3, chatty.py]
+  log_max_mb: -1
+param_space: {x: 1}
+)");
+  auto refused = run_tune("run " + bad + " --storage " + storage);
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.err.find("bad.yaml:4"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("trainable.log_max_mb must be a number of MB"), std::string::npos) << refused.err;
+}
+
 TEST(CommandTrainable, PausedAshaTrialsRestartFromTheirCheckpoint) {
   TempDir dir;
   const std::string file = sweep(dir, "asha", R"(num_samples: 6

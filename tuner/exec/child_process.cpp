@@ -43,7 +43,7 @@ ssize_t read_chunk(int fd, char* chunk, size_t size) {
 
 ChildProcess::ChildProcess(const std::vector<std::string>& argv, const std::string& cwd,
                            const std::vector<std::string>& env, const std::string& log_prefix,
-                           std::string line_prefix)
+                           std::string line_prefix, uint64_t log_max_bytes)
     : line_prefix_(std::move(line_prefix)) {
   std::vector<char*> args, envp;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
@@ -104,8 +104,8 @@ ChildProcess::ChildProcess(const std::vector<std::string>& argv, const std::stri
   }
   record_path_ = log_prefix + "processes";
   record_trial_processes(record_path_, supervisor_, program_, cgroup.path);
-  stdout_log_.open(log_prefix + "stdout.log", std::ios::app);
-  stderr_log_.open(log_prefix + "stderr.log", std::ios::app);
+  stdout_log_.open(log_prefix + "stdout.log", log_max_bytes);
+  stderr_log_.open(log_prefix + "stderr.log", log_max_bytes);
   last_output_ = SteadyClock::now();
 }
 
@@ -250,7 +250,7 @@ void ChildProcess::finish() {
       }
     }
   }
-  if (!line_.empty()) stdout_log_ << line_ << '\n';
+  if (!line_.empty()) stdout_log_.write_line(line_);
   line_.clear();
   stdout_log_.flush();
   stderr_log_.flush();
@@ -283,7 +283,7 @@ std::string ChildProcess::describe(int status) const {
 }
 
 void ChildProcess::take_line(std::vector<std::string>* results) {
-  stdout_log_ << line_ << '\n';
+  stdout_log_.write_line(line_);
   stdout_log_.flush();
   if (results && line_.rfind(line_prefix_, 0) == 0) results->push_back(line_.substr(line_prefix_.size()));
   line_.clear();

@@ -18,20 +18,24 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
 #include <fstream>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "tuner/exec/rotating_log.h"
+
 namespace tune::internal {
 
 class ChildProcess {
  public:
-  // Starts argv in cwd with env; logs go to LOG_PREFIX{stdout,stderr}.log and
+  // Starts argv in cwd with env; logs go to LOG_PREFIX{stdout,stderr}.log
+  // (each rotated to .1 past log_max_bytes, 0: no limit) and
   // LOG_PREFIX"processes" records the processes while they run. Throws Error
   // if the folder cannot be entered or the program not run.
   ChildProcess(const std::vector<std::string>& argv, const std::string& cwd, const std::vector<std::string>& env,
-               const std::string& log_prefix, std::string line_prefix);
+               const std::string& log_prefix, std::string line_prefix, uint64_t log_max_bytes = 0);
   ~ChildProcess();  // ends every process of the program
   ChildProcess(const ChildProcess&) = delete;
   ChildProcess& operator=(const ChildProcess&) = delete;
@@ -75,7 +79,7 @@ class ChildProcess {
   bool finished_ = false;
   std::string control_buffer_;
   std::string line_, tail_;
-  std::ofstream stdout_log_, stderr_log_;
+  RotatingLog stdout_log_, stderr_log_;
 };
 
 }  // namespace tune::internal

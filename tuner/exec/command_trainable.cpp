@@ -172,7 +172,8 @@ void run_command(Session& session) {
   }
 
   const std::string logs = (fs::path(trial_dir) / (rank == 0 ? "" : "rank" + std::to_string(rank) + ".")).string();
-  child = std::make_unique<ChildProcess>(argv, spec.cwd, environment, logs, kResultPrefix);
+  child = std::make_unique<ChildProcess>(argv, spec.cwd, environment, logs, kResultPrefix,
+                                         static_cast<uint64_t>(spec.log_max_mb * 1024 * 1024));
   const std::string shown = "`" + argv[0] + "`";
 
   // Every rank: the verdict stops the program (pause, stop, sweep end).

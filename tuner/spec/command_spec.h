@@ -1,5 +1,5 @@
 // Internal: a command trainable's spec (`trainable: {command: [...], cwd,
-// env, stop_grace_s}` in a sweep file) and its "{config.path}" placeholders.
+// env, stop_grace_s, log_max_mb}` in a sweep file) and its "{config.path}" placeholders.
 // Header-only: the sweep reader and validation (tune_spec) and the trainable
 // that runs the program (tune_core) both use it.
 //
@@ -25,8 +25,14 @@ struct CommandSpec {
   std::string cwd;                          // absolute
   std::map<std::string, std::string> env;   // added to the trial's environment
   double stop_grace_s = 10;                 // SIGTERM, then SIGKILL after this
+  // Each of a rank's stdout.log and stderr.log moves to .1 past this many
+  // MB and starts over: a program that prints without end keeps at most
+  // twice this per log on disk.
+  double log_max_mb = 64;
 
-  Json to_json() const { return {{"argv", argv}, {"cwd", cwd}, {"env", env}, {"stop_grace_s", stop_grace_s}}; }
+  Json to_json() const {
+    return {{"argv", argv}, {"cwd", cwd}, {"env", env}, {"stop_grace_s", stop_grace_s}, {"log_max_mb", log_max_mb}};
+  }
   static CommandSpec from_json(const Json& json) {
     CommandSpec spec;
     spec.argv = json.at("argv").get<std::vector<std::string>>();
@@ -34,6 +40,7 @@ struct CommandSpec {
     if (json.contains("env") && json["env"].is_object())
       spec.env = json["env"].get<std::map<std::string, std::string>>();
     spec.stop_grace_s = json.value("stop_grace_s", spec.stop_grace_s);
+    spec.log_max_mb = json.value("log_max_mb", spec.log_max_mb);
     return spec;
   }
 };

@@ -345,11 +345,11 @@ class Reader {
     return to_json(value);
   }
 
-  // trainable: {command: [prog, args...], cwd, env, stop_grace_s}. A relative
+  // trainable: {command: [prog, args...], cwd, env, stop_grace_s, log_max_mb}. A relative
   // cwd is relative to the sweep file's folder; without one, the program runs
   // where tune was started. Both are stored absolute (resume runs elsewhere).
   void read_command(const OrderedJson& value, SweepSpec& spec) const {
-    static const std::vector<std::string> keys = {"command", "cwd", "env", "stop_grace_s"};
+    static const std::vector<std::string> keys = {"command", "cwd", "env", "stop_grace_s", "log_max_mb"};
     for (const auto& [key, item] : value.items()) {
       (void)item;
       if (std::find(keys.begin(), keys.end(), key) == keys.end())
@@ -399,6 +399,12 @@ class Reader {
       if (!grace.is_number() || !std::isfinite(grace.get<double>()) || grace.get<double>() < 0)
         throw ConfigError::at("trainable.stop_grace_s", "trainable.stop_grace_s must be a number of seconds >= 0");
       command.stop_grace_s = grace.get<double>();
+    }
+    if (value.contains("log_max_mb")) {
+      const OrderedJson& size = value.at("log_max_mb");
+      if (!size.is_number() || !std::isfinite(size.get<double>()) || size.get<double>() < 0.01 || size.get<double>() > 1e6)
+        throw ConfigError::at("trainable.log_max_mb", "trainable.log_max_mb must be a number of MB between 0.01 and 1000000");
+      command.log_max_mb = size.get<double>();
     }
     spec.trainable = "command";
     spec.command = command.to_json();

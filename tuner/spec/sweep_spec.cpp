@@ -222,6 +222,8 @@ void check_command(const SweepSpec& spec) {
           "trainable.command must be a non-empty list [program, arguments...]");
   require(std::isfinite(command.stop_grace_s) && command.stop_grace_s >= 0, "trainable.stop_grace_s",
           "trainable.stop_grace_s must be a number of seconds >= 0");
+  require(std::isfinite(command.log_max_mb) && command.log_max_mb >= 0.01 && command.log_max_mb <= 1e6,
+          "trainable.log_max_mb", "trainable.log_max_mb must be a number of MB between 0.01 and 1000000");
   std::vector<std::string> paths;
   for (const auto& p : spec.param_space.parameters()) paths.push_back(p.path);
   for (const auto& c : spec.param_space.constants()) paths.push_back(c.first);
