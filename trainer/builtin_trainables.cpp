@@ -85,7 +85,8 @@ void zdt1_trainable(Session& session) {
 //   is restored when hang_once is true (default); hang_rank (-1 = every rank):
 //   only that rank sleeps (with 0, the others wait for it inside report()).
 //   record_env (a directory): each rank writes the host and GPUs it was given
-//   there.
+//   there. print_kb (0): print that many KB of lines to stdout an iteration,
+//   as a trainable with a debug print in its loop does.
 // What a rank sees of its placement, for placement tests and debugging:
 // DIR/trial_<index>_rank_<rank>.txt holds its host name, GPUs and pid, one
 // block appended per attempt.
@@ -113,6 +114,7 @@ void synthetic_trainable(Session& session) {
   const bool hang_once = c.value("hang_once", true);
   const int64_t hang_rank = static_cast<int64_t>(number(c, "hang_rank", -1));
   const double x = number(c, "x", 1.0);
+  const int64_t print_kb = static_cast<int64_t>(number(c, "print_kb", 0));
   if (c.contains("record_env") && c["record_env"].is_string()) record_environment(session, c["record_env"]);
   double state = 0;
   if (session.checkpoint()) {
@@ -138,6 +140,11 @@ void synthetic_trainable(Session& session) {
     }
     state += x;
     const double loss = x * x / static_cast<double>(i);
+    if (print_kb > 0) {  // a chatty trainable: print_kb KB of lines on stdout an iteration
+      const std::string line = "iteration " + std::to_string(i) + " " + std::string(1000, '.') + "\n";
+      for (int64_t k = 0; k < print_kb; ++k) std::fwrite(line.data(), 1, line.size(), stdout);
+      std::fflush(stdout);
+    }
     if (checkpoint) {
       std::string dir = session.make_checkpoint_dir();
       if (session.rank() == 0) {

@@ -37,7 +37,7 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 }
 
 // trial name -> its trial, from `tune trials --json`.
-std::map<std::string, Json> trials_of(const std::string& experiment, const std::string& storage) {
+std::map<std::string, Json> trials_by_name(const std::string& experiment, const std::string& storage) {
   auto listed = run_tune("trials " + experiment + " --storage " + storage + " --json");
   EXPECT_EQ(listed.exit_code, 0) << listed.err;
   std::map<std::string, Json> out;
@@ -81,7 +81,7 @@ param_space:
   const double took = seconds_since(start);
   EXPECT_EQ(run.exit_code, 0) << run.err;
   EXPECT_LT(took, 15.0) << "the sweep waited for the hung threads";
-  auto trials = trials_of("hung", dir.file("store"));
+  auto trials = trials_by_name("hung", dir.file("store"));
   ASSERT_EQ(trials.size(), 4u);
   for (const auto& [name, t] : trials) {
     if (t["config"]["hang_at"] == 0) {
@@ -129,7 +129,7 @@ param_space:
   EXPECT_EQ(run.exit_code, 1) << run.err;  // its only trial failed
   EXPECT_NE(run.err.find("no result for 6 s (failure.result_timeout_s)"), std::string::npos) << run.err;
   EXPECT_LT(took, 25.0);
-  auto trials = trials_of("hung-mpi", dir.file("store"));
+  auto trials = trials_by_name("hung-mpi", dir.file("store"));
   ASSERT_EQ(trials.size(), 1u);
   const Json& t = trials.begin()->second;
   EXPECT_EQ(t["status"], "ERROR") << t.dump();

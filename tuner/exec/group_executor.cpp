@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <cstdlib>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
@@ -32,6 +33,7 @@
 #include "tuner/exec/mpi_launcher.h"
 #include "tuner/exec/mpirun_log.h"
 #include "tuner/exec/protocol.h"
+#include "tuner/exec/rotating_log.h"
 #include "tuner/exec/transport.h"
 #include "tuner/spec/run_config.h"
 #include "tuner/spec/sweep_spec.h"
@@ -112,6 +114,7 @@ struct GroupExecutor::State {
   int wake[2] = {-1, -1};  // wakes the watcher when the watches change
   std::atomic<bool> stopping{false};
   std::unique_ptr<HostChecks> checks;
+  double logs_trimmed_at = 0;  // steady clock
 
   Group* find(int id) {
     for (auto& group : groups)
@@ -563,6 +566,13 @@ void GroupExecutor::poll() {
       group->kill_at = now + 3600;  // once
     }
     state_->checks->poll();
+    // Ranks that print without end (a debug line in a loop) must not fill
+    // the driver's disk: each live group's log is cut to its newest part.
+    if (now - state_->logs_trimmed_at >= 1.0) {
+      state_->logs_trimmed_at = now;
+      for (auto& group : state_->groups)
+        if (group->pid > 0) trim_log(group->log_path, state_->options.log_max_bytes);
+    }
     // Dead groups whose reader has finished (or that never had one) go.
     auto& groups = state_->groups;
     for (auto it = groups.begin(); it != groups.end();) {
@@ -631,6 +641,20 @@ void GroupExecutor::shutdown() {
   ::close(state_->wake[1]);
 }
 
+namespace {
+// TUNE_GROUP_LOG_MAX_MB, else 64.
+uint64_t group_log_max_bytes() {
+  const char* text = std::getenv("TUNE_GROUP_LOG_MAX_MB");
+  if (!text || !*text) return 64ull << 20;
+  char* end = nullptr;
+  const double mb = std::strtod(text, &end);
+  if (end == text || *end || !(mb >= 0.01 && mb <= 1e6))
+    throw ConfigError("TUNE_GROUP_LOG_MAX_MB must be a number of MB between 0.01 and 1000000, got '" +
+                      std::string(text) + "'");
+  return static_cast<uint64_t>(mb * 1024 * 1024);
+}
+}  // namespace
+
 ExecutorKind group_executor_kind() {
   ExecutorKind kind;
   kind.name = "mpi";
@@ -649,6 +673,7 @@ ExecutorKind group_executor_kind() {
     options.host_timeout_s = c.spec.failure.host_timeout_s;
     options.check_timeout_s = std::max(10.0, 3 * c.spec.failure.host_timeout_s);
     options.start_timeout_s = c.spec.failure.start_timeout_s;
+    options.log_max_bytes = group_log_max_bytes();
     return std::make_unique<GroupExecutor>(c.events, options);
   };
   return kind;

@@ -49,6 +49,9 @@ struct GroupExecutorOptions {
   double host_timeout_s = 10;
   // A host check that has not reported after this long failed.
   double check_timeout_s = 30;
+  // A group's log (mpirun's output and its ranks') is cut to its newest part
+  // past this (trim_log). 0: no limit.
+  uint64_t log_max_bytes = 64ull << 20;
   // Several hosts: a group not connected this long after its mpirun started
   // is killed and its attempt lost (failure.start_timeout_s). 0: no limit.
   double start_timeout_s = 60;

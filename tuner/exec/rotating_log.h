@@ -31,4 +31,11 @@ class RotatingLog {
   uint64_t size_ = 0, max_ = 0;
 };
 
+// A log another process appends to (mpirun's output, opened O_APPEND): past
+// `max_bytes` its oldest part is cut off in place so that about max_bytes / 2
+// of the newest output is left (FALLOC_FL_COLLAPSE_RANGE: ext4, XFS); where
+// the filesystem cannot, it is emptied. The writer's next write lands at the
+// new end. Returns the bytes dropped (0: under the limit, or gone).
+uint64_t trim_log(const std::string& path, uint64_t max_bytes);
+
 }  // namespace tune::internal
