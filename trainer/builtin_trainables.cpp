@@ -86,7 +86,8 @@ void zdt1_trainable(Session& session) {
 //   only that rank sleeps (with 0, the others wait for it inside report()).
 //   record_env (a directory): each rank writes the host and GPUs it was given
 //   there. print_kb (0): print that many KB of lines to stdout an iteration,
-//   as a trainable with a debug print in its loop does.
+//   as a trainable with a debug print in its loop does. checkpoint_mb (0):
+//   each checkpoint also holds a file of that many MB.
 // What a rank sees of its placement, for placement tests and debugging:
 // DIR/trial_<index>_rank_<rank>.txt holds its host name, GPUs and pid, one
 // block appended per attempt.
@@ -115,6 +116,7 @@ void synthetic_trainable(Session& session) {
   const int64_t hang_rank = static_cast<int64_t>(number(c, "hang_rank", -1));
   const double x = number(c, "x", 1.0);
   const int64_t print_kb = static_cast<int64_t>(number(c, "print_kb", 0));
+  const int64_t checkpoint_mb = static_cast<int64_t>(number(c, "checkpoint_mb", 0));
   if (c.contains("record_env") && c["record_env"].is_string()) record_environment(session, c["record_env"]);
   double state = 0;
   if (session.checkpoint()) {
@@ -154,6 +156,13 @@ void synthetic_trainable(Session& session) {
         out << std::setprecision(17) << state;
         out.close();
         if (!out) throw Error("cannot write " + dir + "/state.txt: " + std::strerror(errno));
+        if (checkpoint_mb > 0) {  // weights of that size
+          std::ofstream weights(dir + "/weights.bin", std::ios::binary);
+          const std::string megabyte(1 << 20, '\0');
+          for (int64_t k = 0; k < checkpoint_mb && weights; ++k) weights.write(megabyte.data(), megabyte.size());
+          weights.close();
+          if (!weights) throw Error("cannot write " + dir + "/weights.bin: " + std::strerror(errno));
+        }
       }
       session.report({{"loss", loss}, {"state", state}}, dir);
     } else {

@@ -902,8 +902,36 @@ def case_scratch_full():
     checks = [d["problem"] for _, _, _, d in events(storage, "host_check_failed")]
     check(any(HOST2 in p and "too little for trials' checkpoints" in p for p in checks),
           f"{HOST2}'s check should say its scratch is full: {checks}")
+
+    # A trial that fills the disk with its own checkpoint fails by itself: the host is not blamed (else the
+    # trial would take every host out in turn).
+    wait_until_clean()
+    storage = work.join("own")
+    sweep = work.file("own.yaml", """
+name: own
+trainable: synthetic
+metric: loss
+mode: min
+num_samples: 1
+resources: {workers: 1}
+failure: {max_failures: 0, host_timeout_s: 4}
+param_space: {x: 1.0, iterations: 5, checkpoint: true, checkpoint_mb: 120}
+""")
+    subprocess.run(on_host2 + ["mount -o remount,size=96m /tmp"], check=True)
+    try:
+        r = run([TUNE, "run", sweep, "--storage", storage, "--hostfile", hostfile(work, (HOST2, 1))], ok=False,
+                timeout=120)
+    finally:
+        subprocess.run(on_host2 + ["mount -o remount,size=2g /tmp"], check=True)
+    check(r.returncode in (0, 1), f"a trial's own failure should not stop the sweep for want of hosts: {r.returncode}\n"
+          f"{r.stdout[-2000:]}{r.stderr[-2000:]}")
+    t = trials(storage, "own")
+    check(t["trial_00000"]["status"] == "ERROR" and "weights.bin" in (t["trial_00000"]["error"] or ""),
+          f"the trial should fail by itself: {t}")
+    check(not events(storage, "hosts_excluded") and not [d for _, _, _, d in events(storage, "trial_retry") if d["host_lost"]],
+          f"{HOST2} should not be blamed for the trial's own files")
     print(f"ok: {len(full)} attempt(s) lost to {HOST2}'s full disk and retried, the host taken out "
-          f"({checks[0] if checks else ''}), every checkpoint whole")
+          f"({checks[0] if checks else ''}), every checkpoint whole; a trial that filled it itself failed alone")
 
 
 def case_no_host_left():

@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -373,10 +374,31 @@ namespace {
 // failed for the host's want of space (a checkpoint it could not write), not
 // its own: the driver retries it elsewhere. Checked before the trial's files
 // there are removed.
+// Bytes of the files under `dir`.
+uint64_t folder_bytes(const std::string& dir) {
+  uint64_t total = 0;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec), end;
+       !ec && it != end; it.increment(ec)) {
+    std::error_code size_ec;
+    if (it->is_regular_file(size_ec)) {
+      const auto size = it->file_size(size_ec);
+      if (!size_ec) total += size;
+    }
+  }
+  return total;
+}
+
 std::string host_fault(const TrialStart& start) {
   if (!start.stream_checkpoints) return "";  // a shared filesystem is no one host's
   std::string short_of = scratch_short_of_space(kScratchFullBytes);
   if (short_of.empty()) return "";
+  // A trial whose own files take half the filesystem filled it itself: its
+  // own failure (else it would take every host out in turn).
+  struct statvfs info {};
+  if (::statvfs(scratch_root().c_str(), &info) == 0 &&
+      folder_bytes(start.trial_dir) * 2 >= static_cast<uint64_t>(info.f_blocks) * info.f_frsize)
+    return "";
   char host[256] = {0};
   ::gethostname(host, sizeof host - 1);
   return short_of + " (on " + host + ")";
