@@ -370,10 +370,6 @@ class HostWatch {
 
 namespace {
 
-// A trainable that failed while this host's scratch folder had no room left
-// failed for the host's want of space (a checkpoint it could not write), not
-// its own: the driver retries it elsewhere. Checked before the trial's files
-// there are removed.
 // Bytes of the files under `dir`.
 uint64_t folder_bytes(const std::string& dir) {
   uint64_t total = 0;
@@ -389,6 +385,10 @@ uint64_t folder_bytes(const std::string& dir) {
   return total;
 }
 
+// A trainable that failed while this host's scratch folder had no room left
+// failed for the host's want of space (a checkpoint it could not write), not
+// its own: the driver retries it elsewhere. Checked before the trial's files
+// there are removed.
 std::string host_fault(const TrialStart& start) {
   if (!start.stream_checkpoints) return "";  // a shared filesystem is no one host's
   std::string short_of = scratch_short_of_space(kScratchFullBytes);
