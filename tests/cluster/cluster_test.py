@@ -917,7 +917,9 @@ resources: {workers: 1}
 failure: {max_failures: 0, host_timeout_s: 4}
 param_space: {x: 1.0, iterations: 5, checkpoint: true, checkpoint_mb: 120}
 """)
-    subprocess.run(on_host2 + ["mount -o remount,size=96m /tmp"], check=True)
+    # 96 MB free for it, whatever earlier sweeps left there (a host taken out is not cleaned at the end).
+    subprocess.run(on_host2 + ["rm -rf /tmp/tune-scratch && mount -o remount,size=$(( $(df --output=used -k /tmp"
+                               " | tail -1) + 96 * 1024 ))k /tmp"], check=True)
     try:
         r = run([TUNE, "run", sweep, "--storage", storage, "--hostfile", hostfile(work, (HOST2, 1))], ok=False,
                 timeout=120)

@@ -146,11 +146,23 @@ struct GroupExecutor::State {
   void abandon(Group& group, bool now) {
     if (group.pid <= 0) return;
     if (now) {
-      kill_mpirun(group.pid);
+      kill_group(group);
       if (group.connection) ::shutdown(group.connection->fd(), SHUT_RDWR);
     }
     if (group.kill_at == 0) group.kill_at = steady_seconds() + 2.0;
     close_watches(group);
+  }
+
+  // SIGKILL to a group's mpirun. One that never connected may be stuck in a
+  // remote launch (an ssh that hangs): its launches go too (kill_mpirun).
+  // One that connected had its launches done; those to a host that went
+  // silent end with their connection, and what runs there ends itself.
+  static void kill_group(const Group& group) {
+    if (group.connection) {
+      ::kill(-group.pid, SIGKILL);
+    } else {
+      kill_mpirun(group.pid);
+    }
   }
 
   void close_watches(Group& group) {
@@ -560,7 +572,7 @@ void GroupExecutor::poll() {
     // connection closed so that the reader ends even if no host answers.
     for (auto& group : state_->groups) {
       if (group->kill_at == 0 || now < group->kill_at || group->pid <= 0) continue;
-      kill_mpirun(group->pid);
+      state_->kill_group(*group);
       if (group->connection) ::shutdown(group->connection->fd(), SHUT_RDWR);
       state_->close_watches(*group);
       group->kill_at = now + 3600;  // once

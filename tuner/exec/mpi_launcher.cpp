@@ -183,7 +183,7 @@ int reap(pid_t pid, std::chrono::milliseconds grace) {
     if (done == pid) break;
     if (done < 0) return -1;
     if (std::chrono::steady_clock::now() > deadline) {
-      kill_mpirun(pid);
+      ::kill(-pid, SIGKILL);
       ::waitpid(pid, &status, 0);
       break;
     }
